@@ -1,0 +1,300 @@
+"""The ``embodia`` command: parse arguments, call the library, print.
+
+Errors a user can cause print as one line (``error: ...``) and exit with status 2; Ctrl-C exits 130
+after whatever was finished has been saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from embodia.errors import EmbodiaError
+
+console = Console()
+err_console = Console(stderr=True)
+
+#: extra subcommands contributed by other modules: name -> (add_parser(subparsers), handler)
+_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
+    """``["task_id=2", "width=128"]`` -> ``{"task_id": 2, "width": 128}`` (values parsed as JSON when possible)."""
+    kwargs: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise EmbodiaError(f"--env-kwarg expects KEY=VALUE, got {pair!r}")
+        try:
+            kwargs[key] = json.loads(value)
+        except json.JSONDecodeError:
+            kwargs[key] = value
+    return kwargs
+
+
+# ---------------------------------------------------------------------- envs
+def cmd_envs(args: argparse.Namespace) -> int:
+    from embodia.envs import describe, env_ids
+
+    ids = [i for i in env_ids() if not args.filter or args.filter.lower() in i.lower()]
+    if args.ids:
+        for env_id in ids:
+            print(env_id)
+        return 0
+    infos = []
+    with console.status("instantiating environments...") as status:
+        for env_id in ids:
+            status.update(f"instantiating {env_id}")
+            infos.append(describe(env_id))
+    if args.json:
+        print(json.dumps([info.__dict__ for info in infos], indent=2))
+        return 0
+    table = Table(title=f"{len(infos)} embodia environments")
+    for column in ("id", "observation space", "action space", "steps", "renders", "expert"):
+        table.add_column(column, overflow="fold")
+    for info in infos:
+        table.add_row(
+            info.id,
+            info.observation_space,
+            info.action_space,
+            str(info.max_episode_steps or "-"),
+            "yes" if info.renders else "no",
+            "yes" if info.has_expert else "no",
+        )
+    console.print(table)
+    return 0
+
+
+# ---------------------------------------------------------------------- run
+def cmd_run(args: argparse.Namespace) -> int:
+    from embodia.rollout import rollout
+
+    env_kwargs = _parse_kwargs(args.env_kwarg)
+    if args.task_id is not None:
+        env_kwargs["task_id"] = args.task_id
+    result = rollout(
+        args.env_id,
+        args.policy,
+        episodes=args.episodes,
+        seed=args.seed,
+        record=args.record,
+        record_sim_state=args.record_sim_state,
+        commit_every=args.commit_every,
+        video=args.video,
+        max_steps=args.max_steps,
+        env_kwargs=env_kwargs,
+        progress=not args.quiet and not args.json,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        table = Table(title=f"{result.env_id} | policy {result.policy}")
+        for column in ("episode", "seed", "return", "length", "success"):
+            table.add_column(column, justify="right")
+        for ep in result.episodes:
+            table.add_row(
+                str(ep.index),
+                str(ep.seed),
+                f"{ep.return_:.2f}",
+                str(ep.length),
+                "yes" if ep.success else "no",
+            )
+        table.add_section()
+        table.add_row(
+            "mean", "", f"{result.mean_return:.2f}", f"{result.mean_length:.1f}", f"{result.success_rate:.0%}"
+        )
+        console.print(table)
+        console.print(f"{result.steps_per_second:.0f} env steps/s")
+        if args.record:
+            console.print(f"recorded {len(result.episodes)} episodes to {args.record}")
+        if args.video:
+            console.print(f"video: {args.video}")
+    if result.interrupted:
+        err_console.print(f"interrupted after {len(result.episodes)} finished episodes (all of them saved)")
+        return 130
+    return 0
+
+
+# ---------------------------------------------------------------------- info
+def cmd_info(args: argparse.Namespace) -> int:
+    from embodia.data.store import TrajectoryStore
+
+    store = TrajectoryStore(args.store, mode="r")
+    summary = store.summary()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    console.print(
+        f"[bold]{summary['path']}[/bold]  (format {summary['format']}, updated {summary['updated']})"
+    )
+    console.print(
+        f"episodes {summary['episodes']}   steps {summary['steps']}   "
+        f"length mean {summary['length_mean']:.1f} (min {summary['length_min']}, max {summary['length_max']})   "
+        f"success rate {summary['success_rate']:.0%}   mean return {summary['return_mean']:.2f}"
+    )
+    console.print(f"env ids: {', '.join(summary['env_ids']) or '-'}")
+    table = Table(title="data keys")
+    for column in ("key", "role", "shape per step", "dtype"):
+        table.add_column(column)
+    for key, spec in summary["keys"].items():
+        table.add_row(key, spec["role"], str(tuple(spec["shape"])), spec["dtype"])
+    console.print(table)
+    return 0
+
+
+# ---------------------------------------------------------------------- replay
+def cmd_replay(args: argparse.Namespace) -> int:
+    from embodia.data.replay import replay
+    from embodia.data.store import TrajectoryStore
+    from embodia.errors import ReplayMismatchError
+
+    store = TrajectoryStore(args.store, mode="r")
+    episodes = args.episode or None
+    error: ReplayMismatchError | None = None
+    try:
+        results = replay(
+            store,
+            episodes,
+            verify=args.verify,
+            tolerance=args.tolerance,
+            video=args.video,
+            progress=not args.json,
+        )
+    except ReplayMismatchError as mismatch:
+        error = mismatch
+        results = None
+    if results is not None:
+        if args.json:
+            print(
+                json.dumps(
+                    [{k: v for k, v in r.__dict__.items() if k != "frames"} for r in results], indent=2
+                )
+            )
+        else:
+            table = Table(title=f"replay of {store.path}")
+            for column in (
+                "episode",
+                "length",
+                "success (recorded)",
+                "return (recorded)",
+                "max state deviation",
+            ):
+                table.add_column(column, justify="right")
+            for r in results:
+                table.add_row(
+                    str(r.episode),
+                    str(r.length),
+                    f"{'yes' if r.success else 'no'} ({'yes' if r.recorded_success else 'no'})",
+                    f"{r.return_:.2f} ({r.recorded_return:.2f})",
+                    f"{r.max_deviation:.2e}" if args.verify else "-",
+                )
+            console.print(table)
+            if args.verify:
+                worst = max(r.max_deviation for r in results)
+                console.print(
+                    f"verified: largest state deviation {worst:.2e} <= tolerance {args.tolerance:g}"
+                )
+            if args.video:
+                console.print(f"video: {args.video}")
+    if error is not None:
+        raise error
+    return 0
+
+
+# ---------------------------------------------------------------------- demo
+def cmd_demo(args: argparse.Namespace) -> int:
+    from embodia.demo import run_demo
+
+    return run_demo(Path(args.out), env_id=args.env_id, episodes=args.episodes, seed=args.seed)
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    from embodia import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="embodia", description="Embodied AI: simulate, record, replay, train, deploy."
+    )
+    parser.add_argument("--version", action="version", version=f"embodia {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("envs", help="list registered environments")
+    p.add_argument("filter", nargs="?", help="only ids containing this text")
+    p.add_argument("--ids", action="store_true", help="print ids only (fast: nothing is instantiated)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_envs)
+
+    p = sub.add_parser("run", help="run episodes headless (optionally record and render them)")
+    p.add_argument("env_id")
+    p.add_argument("--policy", default="random", help="random | expert | PATH to a trained policy folder")
+    p.add_argument("--episodes", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED+i")
+    p.add_argument("--record", metavar="STORE.zarr", help="append the episodes to this trajectory store")
+    p.add_argument(
+        "--record-sim-state", action="store_true", help="also record the simulator state at every step"
+    )
+    p.add_argument(
+        "--commit-every",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="commit finished episodes at most this far apart (0: after every episode)",
+    )
+    p.add_argument("--video", metavar="OUT.mp4", help="render all episodes to this mp4")
+    p.add_argument("--max-steps", type=int, help="cut episodes at this many steps")
+    p.add_argument("--task-id", type=int, help="fix the evaluation task (OGBench: 1-5)")
+    p.add_argument(
+        "--env-kwarg", action="append", default=[], metavar="KEY=VALUE", help="environment argument"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("info", help="what a trajectory store holds")
+    p.add_argument("store")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("replay", help="re-simulate recorded episodes (verify, render)")
+    p.add_argument("store")
+    p.add_argument("--episode", type=int, action="append", help="episode index (repeatable; default all)")
+    p.add_argument("--verify", action="store_true", help="compare simulator states with the recording")
+    p.add_argument("--tolerance", type=float, default=1e-6, help="largest allowed state deviation")
+    p.add_argument("--video", metavar="OUT.mp4")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("demo", help="the main job end to end: run an expert, record, replay, verify, render")
+    p.add_argument("--out", default="demo_out")
+    p.add_argument("--env-id", default="embodia/CubeSingle-v0")
+    p.add_argument("--episodes", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_demo)
+
+    for add in _EXTRA_COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except EmbodiaError as error:
+        err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

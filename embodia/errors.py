@@ -1,0 +1,46 @@
+"""Errors a user can cause, one type per kind.
+
+Every message says what was wrong, where, and what to do. The CLI prints ``str(error)`` on one line
+and exits with a non-zero status; library users catch :class:`EmbodiaError`.
+"""
+
+from __future__ import annotations
+
+
+class EmbodiaError(Exception):
+    """Base class of all errors embodia raises for bad input."""
+
+
+class UnknownEnvError(EmbodiaError, KeyError):
+    """An environment id that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class ActionError(EmbodiaError, ValueError):
+    """An action of the wrong shape, or with NaN / inf entries."""
+
+
+class StoreError(EmbodiaError):
+    """A trajectory store that is missing, corrupt or of an unsupported format version."""
+
+
+class StoreNotFoundError(StoreError, FileNotFoundError):
+    """The store path does not exist (or is not a store)."""
+
+
+class StoreFormatError(StoreError):
+    """The store was written by an incompatible format version."""
+
+
+class StoreSchemaError(StoreError, ValueError):
+    """An episode does not match the keys / shapes / dtypes the store already holds."""
+
+
+class PolicyError(EmbodiaError):
+    """A policy that cannot be loaded or built (bad path, unknown type, no expert for an env)."""
+
+
+class ReplayMismatchError(EmbodiaError):
+    """Re-simulation diverged from the recorded states beyond the tolerance."""

@@ -1,0 +1,104 @@
+"""The policy contract and how a policy is found by name or path.
+
+A policy is anything with ``reset(seed=None)`` and ``act(obs) -> action`` (NumPy in, NumPy out).
+Policies that predict action sequences set ``chunk_size`` and may return a ``(chunk, action_dim)``
+array; :func:`embodia.rollout.rollout` executes the chunk step by step.
+
+A trained policy is a folder with ``config.json`` (whose ``"type"`` names a registered policy class)
+and ``model.safetensors``. :func:`load_policy` never unpickles anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium
+import numpy as np
+
+from embodia.errors import PolicyError
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the episode runner and the ROS 2 node need from a policy."""
+
+    def reset(self, seed: int | None = None) -> None: ...
+
+    def act(self, obs: Any) -> np.ndarray: ...
+
+
+class RandomPolicy:
+    """Uniform random actions from the action space, seeded per episode."""
+
+    chunk_size = 1
+
+    def __init__(self, action_space: gymnasium.spaces.Space) -> None:
+        self.action_space = action_space
+
+    def reset(self, seed: int | None = None) -> None:
+        self.action_space.seed(seed)
+
+    def act(self, obs: Any) -> np.ndarray:
+        return np.asarray(self.action_space.sample())
+
+
+#: modules that register policy types when imported
+_POLICY_MODULES = ("embodia.policies.linear",)
+
+#: config.json "type" -> loader(folder) -> Policy
+_POLICY_TYPES: dict[str, Callable[[Path], Policy]] = {}
+
+
+def register_policy_type(name: str, loader: Callable[[Path], Policy]) -> None:
+    """Make folders whose ``config.json`` says ``"type": name`` loadable by :func:`load_policy`."""
+    _POLICY_TYPES[name] = loader
+
+
+def _import_policy_modules() -> None:
+    """Import the modules that register policy types (they may need torch)."""
+    import importlib
+
+    for module in _POLICY_MODULES:
+        importlib.import_module(module)
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Load a trained policy folder (``config.json`` + ``model.safetensors``).
+
+    Raises:
+        PolicyError: the folder, its config or its weights are missing, or its type is unknown.
+    """
+    folder = Path(path)
+    config_path = folder / "config.json"
+    if not folder.is_dir() or not config_path.is_file():
+        raise PolicyError(
+            f"no policy at {str(folder)!r}: expected a folder with config.json and model.safetensors "
+            "(as written by `embodia train`)"
+        )
+    try:
+        config = json.loads(config_path.read_text())
+    except json.JSONDecodeError as error:
+        raise PolicyError(f"{config_path} is not valid JSON ({error}); re-export the policy") from error
+    kind = config.get("type")
+    _import_policy_modules()
+    if kind not in _POLICY_TYPES:
+        known = ", ".join(sorted(_POLICY_TYPES)) or "none registered"
+        raise PolicyError(f"{config_path} has policy type {kind!r}, which embodia does not know ({known})")
+    return _POLICY_TYPES[kind](folder)
+
+
+def make_policy(spec: str | Policy, env: gymnasium.Env) -> Policy:
+    """Turn ``"random"``, ``"expert"``, a policy folder path, or a policy object into a policy for ``env``."""
+    if not isinstance(spec, str):
+        return spec
+    if spec == "random":
+        return RandomPolicy(env.action_space)
+    if spec == "expert":
+        unwrapped = env.unwrapped
+        if not hasattr(unwrapped, "make_expert"):
+            raise PolicyError(f"{env.spec.id if env.spec else unwrapped} has no scripted expert")
+        return unwrapped.make_expert()
+    return load_policy(spec)

@@ -1,0 +1,64 @@
+"""A linear policy ``a = W x + b`` over concatenated observation keys: the smallest trained-policy folder.
+
+It shows the policy-folder format every learned policy uses (``config.json`` with a ``type`` +
+``model.safetensors``), loads without torch, and is handy for tests and for linear probes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+from embodia.errors import PolicyError
+from embodia.policies.base import register_policy_type
+
+
+class LinearPolicy:
+    """``act(obs) = weight @ concat(obs[k] for k in obs_keys) + bias``."""
+
+    chunk_size = 1
+
+    def __init__(self, weight: np.ndarray, bias: np.ndarray, obs_keys: list[str]) -> None:
+        self.weight = np.asarray(weight, dtype=np.float32)
+        self.bias = np.asarray(bias, dtype=np.float32)
+        self.obs_keys = list(obs_keys)
+        if self.weight.ndim != 2 or self.bias.shape != (self.weight.shape[0],):
+            raise PolicyError(
+                f"linear policy needs weight (A, D) and bias (A,), got {self.weight.shape}, {self.bias.shape}"
+            )
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, obs: Any) -> np.ndarray:
+        x = np.concatenate([np.ravel(obs[k]) for k in self.obs_keys]).astype(np.float32)
+        if x.shape[0] != self.weight.shape[1]:
+            raise PolicyError(
+                f"linear policy expects {self.weight.shape[1]} inputs from keys {self.obs_keys}, got {x.shape[0]}"
+            )
+        return self.weight @ x + self.bias
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file({"weight": self.weight, "bias": self.bias}, str(folder / "model.safetensors"))
+        (folder / "config.json").write_text(
+            json.dumps({"type": "linear", "obs_keys": self.obs_keys}, indent=2)
+        )
+        return folder
+
+
+def load_linear_policy(folder: Path) -> LinearPolicy:
+    config = json.loads((folder / "config.json").read_text())
+    weights_path = folder / "model.safetensors"
+    if not weights_path.is_file():
+        raise PolicyError(f"{folder} has no model.safetensors")
+    tensors = load_file(str(weights_path))
+    return LinearPolicy(tensors["weight"], tensors["bias"], config["obs_keys"])
+
+
+register_policy_type("linear", load_linear_policy)

@@ -1,0 +1,104 @@
+"""The episode runner: seeding, statistics, action chunks, recording, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import embodia
+from embodia.data.store import TrajectoryStore
+from embodia.errors import ActionError
+from embodia.rollout import rollout
+
+
+class ChunkPolicy:
+    """Emits chunks of 4 actions and counts how often it is queried."""
+
+    chunk_size = 4
+
+    def __init__(self, execute_steps=None):
+        self.calls = 0
+        if execute_steps is not None:
+            self.execute_steps = execute_steps
+
+    def reset(self, seed=None):
+        self.calls = 0
+
+    def act(self, obs):
+        self.calls += 1
+        return np.tile(np.array([[0.5, -0.5]], dtype=np.float32), (4, 1))
+
+
+class NaNPolicy:
+    def reset(self, seed=None):
+        pass
+
+    def act(self, obs):
+        return np.array([np.nan, 0.0])
+
+
+def test_same_seed_same_result_and_episode_seeds():
+    a = rollout("embodia/PointMaze-Medium-v0", "random", episodes=2, seed=4, max_steps=50)
+    b = rollout("embodia/PointMaze-Medium-v0", "random", episodes=2, seed=4, max_steps=50)
+    assert [e.seed for e in a.episodes] == [4, 5]
+    assert [(e.return_, e.length) for e in a.episodes] == [(e.return_, e.length) for e in b.episodes]
+    assert all(e.length == 50 and e.truncated for e in a.episodes)
+
+
+def test_expert_solves_pointmaze_and_beats_random():
+    expert = rollout("embodia/PointMaze-Medium-v0", "expert", episodes=5, seed=0)
+    rand = rollout("embodia/PointMaze-Medium-v0", "random", episodes=5, seed=0)
+    assert expert.success_rate == 1.0 and rand.success_rate < 1.0
+    assert all(e.terminated for e in expert.episodes)
+    assert expert.mean_length < rand.mean_length
+
+
+def test_chunks_are_executed_step_by_step():
+    policy = ChunkPolicy()
+    result = rollout("embodia/PointMaze-Medium-v0", policy, episodes=1, max_steps=10)
+    assert result.episodes[0].length == 10 and policy.calls == 3  # ceil(10 / 4)
+    receding = ChunkPolicy(execute_steps=2)
+    rollout("embodia/PointMaze-Medium-v0", receding, episodes=1, max_steps=10)
+    assert receding.calls == 5
+
+
+def test_recording_matches_the_episode(tmp_path):
+    result = rollout("embodia/PointMaze-Medium-v0", "expert", episodes=2, seed=3, record=tmp_path / "r.zarr")
+    store = TrajectoryStore(tmp_path / "r.zarr")
+    assert store.num_episodes == 2
+    assert list(store.episode_lengths) == [e.length for e in result.episodes]
+    meta = store.episode_meta(1)
+    assert meta.seed == 4 and meta.success and meta.env_id == "embodia/PointMaze-Medium-v0"
+    episode = store.episode(1)
+    assert episode["terminated"][-1] and not episode["terminated"][:-1].any()
+    assert episode["success"][-1]
+    # the first recorded observation is what reset(seed) returns
+    env = embodia.make("embodia/PointMaze-Medium-v0")
+    obs, _ = env.reset(seed=4)
+    np.testing.assert_array_equal(episode["state"][0], obs["state"])
+    np.testing.assert_array_equal(episode["goal"][0], obs["goal"])
+    env.close()
+
+
+def test_nan_action_is_a_clear_error_and_keeps_earlier_episodes(tmp_path):
+    path = tmp_path / "r.zarr"
+    rollout("embodia/PointMaze-Medium-v0", "random", episodes=1, max_steps=5, record=path)
+    with pytest.raises(ActionError, match="NaN"):
+        rollout("embodia/PointMaze-Medium-v0", NaNPolicy(), episodes=1, record=path)
+    assert TrajectoryStore(path).num_episodes == 1
+
+
+def test_video(tmp_path):
+    from embodia.data.video import read_video
+
+    result = rollout(
+        "embodia/PointMaze-Medium-v0",
+        "random",
+        episodes=2,
+        max_steps=6,
+        video=tmp_path / "v.mp4",
+        env_kwargs={"width": 64, "height": 48},
+    )
+    frames = read_video(tmp_path / "v.mp4")
+    assert frames.shape == (2 * (6 + 1), 48, 64, 3)
+    assert result.success_rate == 0.0
