@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,26 @@ from embodia.errors import EmbodiaError
 console = Console()
 err_console = Console(stderr=True)
 
-#: extra subcommands contributed by other modules: name -> (add_parser(subparsers), handler)
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+#: modules that contribute subcommands; each defines ``add_commands(subparsers)``.
+_COMMAND_MODULES = (
+    "embodia.data.cli",  # embodia data generate | import | export
+    "embodia.policies.cli",  # embodia train | eval | bench
+    "embodia.robot.cli",  # embodia robot ...
+    "embodia.agents.tools.cli",  # embodia tool ..., embodia mcp
+)
+
+
+def _add_module_commands(sub: argparse._SubParsersAction) -> None:
+    import importlib
+
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name and (name == error.name or name.startswith(error.name + ".")):
+                continue  # that part of embodia is not built yet
+            raise
+        module.add_commands(sub)
 
 
 def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
@@ -278,8 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_demo)
 
-    for add in _EXTRA_COMMANDS:
-        add(sub)
+    _add_module_commands(sub)
     return parser
 
 

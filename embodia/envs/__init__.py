@@ -21,7 +21,7 @@ NAMESPACE = "embodia"
 _DESCRIPTIONS: dict[str, str] = {}
 
 #: modules that register environments; imported lazily by :func:`_load_all`.
-_ENV_MODULES = ("embodia.envs.ogbench",)
+_ENV_MODULES = ("embodia.envs.ogbench", "embodia.envs.kitchen", "embodia.envs.habitat")
 _loaded = False
 
 
@@ -52,7 +52,12 @@ def _load_all() -> None:
     global _loaded
     if not _loaded:
         for module in _ENV_MODULES:
-            importlib.import_module(module)
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as error:
+                # a missing dependency is an error; a missing module is a family not built yet
+                if not error.name or not (module == error.name or module.startswith(error.name + ".")):
+                    raise
         _loaded = True
 
 
