@@ -21,7 +21,12 @@ NAMESPACE = "embodia"
 _DESCRIPTIONS: dict[str, str] = {}
 
 #: modules that register environments; imported lazily by :func:`_load_all`.
-_ENV_MODULES = ("embodia.envs.ogbench", "embodia.envs.kitchen", "embodia.envs.habitat")
+_ENV_MODULES = (
+    "embodia.envs.ogbench",
+    "embodia.envs.ogbench_play",
+    "embodia.envs.kitchen",
+    "embodia.envs.habitat",
+)
 _loaded = False
 
 

@@ -92,6 +92,8 @@ class OGBenchEnv(gymnasium.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    #: play environments (``ogbench_play``) run ogbench's data-collection mode and have no goal observation
+    _play = False
 
     def __init__(
         self,
@@ -114,6 +116,7 @@ class OGBenchEnv(gymnasium.Env):
         self.multisamples = multisamples
         self.pixels = ogbench_id.startswith("visual-")
         self.is_maze = "maze" in ogbench_id
+        self.goal_conditioned = not single_task and not self._play
 
         raw_id = singletask_id(ogbench_id, task_id) if single_task else ogbench_id
         spec = gymnasium.spec(raw_id)
@@ -122,6 +125,8 @@ class OGBenchEnv(gymnasium.Env):
             kwargs.update(width=width, height=height)
         if self.is_maze:
             kwargs["render_mode"] = "rgb_array"
+        elif self._play:
+            kwargs["mode"] = "data_collection"
         self.raw: Any = load_env_creator(spec.entry_point)(**kwargs)
         self.raw_id = raw_id
         if not self.is_maze:
@@ -138,13 +143,13 @@ class OGBenchEnv(gymnasium.Env):
             image = spaces.Box(0, 255, shape=raw_obs_space.shape, dtype=np.uint8)
             self._obs_key = "rgb"
             obs_spaces = {"rgb": image}
-            if not single_task:
+            if self.goal_conditioned:
                 obs_spaces["goal_rgb"] = image
         else:
             vec = spaces.Box(-np.inf, np.inf, shape=raw_obs_space.shape, dtype=np.float32)
             self._obs_key = "state"
             obs_spaces = {"state": vec}
-            if not single_task:
+            if self.goal_conditioned:
                 obs_spaces["goal"] = vec
         self.observation_space = spaces.Dict(obs_spaces)
         raw_act = self.raw.action_space
@@ -166,7 +171,7 @@ class OGBenchEnv(gymnasium.Env):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
-        if self.task_id is not None and not self.single_task:
+        if self.task_id is not None and self.goal_conditioned:
             options.setdefault("task_id", self.task_id)
         self._episode_seed = int(self.np_random.integers(2**31 - 1))
         # ogbench takes a few random actions while building the goal; seed those too.
@@ -174,7 +179,7 @@ class OGBenchEnv(gymnasium.Env):
         with legacy_numpy_seed(self._episode_seed):
             ob, info = self.raw.reset(seed=self._episode_seed, options=options)
         self._set_shadow_size()
-        if not self.single_task:
+        if self.goal_conditioned:
             goal = info["goal"]
             self._goal = goal if self.pixels else np.asarray(goal, dtype=np.float32)
         info["success"] = False

@@ -46,7 +46,7 @@ class RandomPolicy:
 
 
 #: modules that register policy types when imported
-_POLICY_MODULES = ("embodia.policies.linear",)
+_POLICY_MODULES = ("embodia.policies.linear", "embodia.policies.actor_policy")
 
 #: config.json "type" -> loader(folder) -> Policy
 _POLICY_TYPES: dict[str, Callable[[Path], Policy]] = {}

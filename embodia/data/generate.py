@@ -1,0 +1,238 @@
+"""Offline datasets: generate them with scripted experts, or import OGBench's official ``.npz`` files.
+
+``generate_dataset`` runs a play environment (``embodia/<Name>-Play-v0``, see
+:mod:`embodia.envs.ogbench_play`) with its noisy expert and records every episode. Each row's
+``terminated`` is the single-task terminal flag of OGBench's relabelled datasets (the state before
+the action satisfies task ``task_id``); the episode itself goes on, as OGBench's play data does.
+Windows sampled for training stop bootstrapping at those rows.
+
+``import_ogbench_npz`` reads the official files (``observations``, ``actions``, ``terminals`` marking
+the last step of each trajectory, and where present ``rewards``, ``masks``, ``qpos``,
+``button_states``) into a store; with ``task_id`` it labels rewards for that single task from
+``qpos`` / ``button_states`` with ogbench's own ``relabel_dataset``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embodia.data.recorder import EpisodeRecorder
+from embodia.data.store import TrajectoryStore
+from embodia.envs import make, resolve_id
+from embodia.errors import EmbodiaError
+from embodia.rollout import RolloutResult, run_episode
+
+
+class _TaskTerminalRecorder(EpisodeRecorder):
+    """Writes the single-task success of each step as its terminal flag (the episode continues)."""
+
+    def add_step(self, obs, action, reward, terminated, truncated, success, sim_state=None) -> None:
+        super().add_step(obs, action, reward, bool(success), truncated, success, sim_state)
+
+
+def family_name(env_id: str) -> str:
+    """``embodia/CubeSingle-SingleTask-v0`` (or ``-Play-v0``, ``-v0``) -> ``CubeSingle``."""
+    name = resolve_id(env_id).removeprefix("embodia/").rsplit("-v", 1)[0]
+    return name.removesuffix("-SingleTask").removesuffix("-Play")
+
+
+def play_env_id(env_id: str) -> str:
+    """``embodia/CubeSingle-v0`` / ``...-SingleTask-v0`` -> ``embodia/CubeSingle-Play-v0``."""
+    return resolve_id(f"embodia/{family_name(env_id)}-Play-v0")
+
+
+def generate_dataset(
+    env_id: str,
+    episodes: int,
+    out: str | Path,
+    *,
+    noise: float = 0.1,
+    seed: int = 0,
+    task_id: int | None = None,
+    max_steps: int | None = None,
+    record_sim_state: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> RolloutResult:
+    """Record ``episodes`` noisy-expert play episodes of ``env_id``'s family into the store ``out``.
+
+    Args:
+        env_id: an OGBench family id (``embodia/CubeSingle-v0``, ``...-SingleTask-v0`` or ``...-Play-v0``).
+        episodes: number of episodes (1000 steps each unless ``max_steps``); episode ``i`` has seed ``seed + i``.
+        out: the trajectory store (appended to, unless ``overwrite``).
+        noise: std of the Gaussian noise on the expert's actions (OGBench's play data: 0.1-0.2).
+        task_id: the single task whose rewards and terminals label the data (default: ogbench's default task).
+    """
+    play_id = play_env_id(env_id)
+    env_kwargs: dict[str, Any] = {} if task_id is None else {"task_id": int(task_id)}
+    env = make(play_id, **env_kwargs)
+    store = TrajectoryStore(out, mode="w" if overwrite else "a")
+    recorder = _TaskTerminalRecorder(store, play_id, env_kwargs)
+    expert = env.unwrapped.make_expert(noise=noise)
+    result = RolloutResult(env_id=play_id, policy=f"expert(noise={noise})")
+    started, steps = time.perf_counter(), 0
+    try:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, disable=not progress) as bar:
+            task = bar.add_task(f"generating {play_id}", total=episodes)
+            for i in range(episodes):
+                stats, _ = run_episode(
+                    env,
+                    expert,
+                    seed + i,
+                    recorder=recorder,
+                    max_steps=max_steps,
+                    record_sim_state=record_sim_state,
+                )
+                stats.index = i
+                result.episodes.append(stats)
+                steps += stats.length
+                bar.advance(task)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        recorder.flush()
+        store.touch()
+        env.close()
+    result.steps_per_second = steps / max(time.perf_counter() - started, 1e-9)
+    return result
+
+
+def import_ogbench_npz(
+    path: str | Path,
+    out: str | Path,
+    *,
+    env_id: str,
+    task_id: int | None = None,
+    overwrite: bool = False,
+) -> int:
+    """Import an OGBench dataset file into a trajectory store; returns the number of episodes.
+
+    Raises:
+        EmbodiaError: the file is missing, unreadable, or lacks ``observations``/``actions``/``terminals``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise EmbodiaError(f"no dataset file at {str(path)!r}")
+    try:
+        with np.load(path) as npz:
+            data = {key: npz[key] for key in npz.files}
+    except Exception as error:
+        raise EmbodiaError(f"cannot read {str(path)!r} as an .npz dataset: {error}") from error
+    missing = [key for key in ("observations", "actions", "terminals") if key not in data]
+    if missing:
+        raise EmbodiaError(
+            f"{path} is not an OGBench dataset: missing {', '.join(missing)} (keys: {sorted(data)})"
+        )
+    n = len(data["observations"])
+    if task_id is not None:
+        _relabel(env_id, task_id, data, path)
+    ends = np.flatnonzero(data["terminals"].astype(bool)) + 1
+    if len(ends) == 0 or ends[-1] != n:
+        ends = np.append(ends, n)
+    rewards = data.get("rewards", np.zeros(n, dtype=np.float32)).astype(np.float32)
+    terminals = (data["masks"] == 0) if "masks" in data else np.zeros(n, dtype=bool)
+    store = TrajectoryStore(out, mode="w" if overwrite else "a")
+    env_id = resolve_id(env_id)
+    batch, start = [], 0
+    for end in ends:
+        rows = slice(start, end)
+        episode = {
+            "state": data["observations"][rows].astype(np.float32),
+            "action": data["actions"][rows].astype(np.float32),
+            "reward": rewards[rows],
+            "terminated": terminals[rows],
+            "truncated": np.arange(start, end) == end - 1,
+            "success": terminals[rows],
+        }
+        info = {"env_id": env_id, "env_kwargs": {} if task_id is None else {"task_id": task_id}, "seed": -1}
+        batch.append((episode, info))
+        start = end
+        if len(batch) == 64:
+            store.add_episodes(batch)
+            batch = []
+    store.add_episodes(batch)
+    store.touch()
+    return len(ends)
+
+
+def _relabel(env_id: str, task_id: int, data: dict[str, np.ndarray], path: Path) -> None:
+    from ogbench.relabel_utils import relabel_dataset
+
+    if "qpos" not in data:
+        raise EmbodiaError(
+            f"{path} has no 'qpos': single-task labels cannot be computed; import without --task-id"
+        )
+    env = make(f"embodia/{family_name(env_id)}-SingleTask-v0", task_id=task_id)
+    try:
+        raw = env.unwrapped.raw
+        raw.reset(seed=0)
+        relabel_dataset(env.unwrapped.raw_id, raw, data)
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------- CLI
+def add_data_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("generate", help="record a noisy-expert play dataset (OGBench-style)")
+    p.add_argument("env_id", help="e.g. embodia/CubeSingle-v0 (its -Play-v0 variant is used)")
+    p.add_argument("--episodes", type=int, required=True)
+    p.add_argument("--out", required=True, metavar="STORE.zarr")
+    p.add_argument("--noise", type=float, default=0.1, help="std of Gaussian action noise (default 0.1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--task-id", type=int, help="single task labelling rewards/terminals (default: ogbench's)")
+    p.add_argument("--max-steps", type=int, help="episode length (default: 1000)")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=_cmd_generate)
+
+    p = sub.add_parser("import", help="import an official OGBench .npz dataset")
+    p.add_argument("file")
+    p.add_argument("--out", required=True, metavar="STORE.zarr")
+    p.add_argument("--env", required=True, help="the embodia env id the data belongs to")
+    p.add_argument("--task-id", type=int, help="label rewards for this single task (needs qpos in the file)")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=_cmd_import)
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    result = generate_dataset(
+        args.env_id,
+        args.episodes,
+        args.out,
+        noise=args.noise,
+        seed=args.seed,
+        task_id=args.task_id,
+        max_steps=args.max_steps,
+        overwrite=args.overwrite,
+        progress=True,
+    )
+    store = TrajectoryStore(args.out)
+    terminals = store.load(["terminated"])["terminated"]
+    Console().print(
+        f"{store.path}: {store.num_episodes} episodes, {store.num_steps} steps "
+        f"({result.steps_per_second:.0f} steps/s); single-task terminal states: {terminals.mean():.2%}"
+    )
+    return 130 if result.interrupted else 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    count = import_ogbench_npz(
+        args.file, args.out, env_id=args.env, task_id=args.task_id, overwrite=args.overwrite
+    )
+    print(json.dumps({"store": args.out, "episodes": count}))
+    return 0

@@ -1,0 +1,145 @@
+"""``embodia train``, ``embodia eval`` and ``embodia bench offline-rl``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from embodia.errors import EmbodiaError
+
+
+def _json_arg(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object, e.g. '{\"horizon\": 8}'")
+    return value
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    from embodia.policies.train import METHODS
+
+    p = sub.add_parser("train", help="train deas | iql | bc | gciql on a trajectory store")
+    p.add_argument("method", choices=sorted(METHODS))
+    p.add_argument("--dataset", required=True, metavar="STORE.zarr")
+    p.add_argument("--env", dest="env_id", help="environment for periodic evaluation")
+    p.add_argument("--task-id", type=int, help="evaluation task (OGBench 1-5)")
+    p.add_argument("--steps", type=int, default=10_000)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-every", type=int, default=2_000)
+    p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument(
+        "--config", type=_json_arg, default={}, metavar="JSON", help="method options, e.g. '{\"horizon\": 8}'"
+    )
+    p.add_argument("--out", required=True, metavar="RUN_DIR")
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("eval", help="success rate of a policy with a 95%% Wilson interval")
+    p.add_argument("policy", help="a run directory or a policy folder")
+    p.add_argument("--env", dest="env_id", help="default: the environment the policy was trained for")
+    p.add_argument("--task-id", type=int)
+    p.add_argument("--episodes", type=int, default=20, help="episodes per seed")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--record", metavar="STORE.zarr", help="record the evaluation episodes")
+    p.add_argument("--video", metavar="OUT.mp4", help="render the evaluation episodes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_eval)
+
+    p = sub.add_parser("bench", help="reproducible comparisons")
+    bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    q = bench_sub.add_parser("offline-rl", help="DEAS vs IQL vs BC on generated OGBench data")
+    q.add_argument("--quick", action="store_true", help="seconds-long smoke version")
+    q.add_argument("--out", default="runs/offline_rl")
+    q.add_argument("--steps", type=int, help="gradient steps per run")
+    q.add_argument("--seeds", type=int, nargs="+")
+    q.add_argument("--episodes", type=int, help="dataset episodes per environment")
+    q.add_argument("--eval-episodes", type=int)
+    q.set_defaults(func=_cmd_bench_offline_rl)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from embodia.policies.train import TrainConfig, train
+
+    env_kwargs = {} if args.task_id is None else {"task_id": args.task_id}
+    result = train(
+        TrainConfig(
+            method=args.method,
+            dataset=args.dataset,
+            out=args.out,
+            env_id=args.env_id,
+            env_kwargs=env_kwargs,
+            steps=args.steps,
+            batch_size=args.batch_size,
+            seed=args.seed,
+            eval_every=args.eval_every,
+            eval_episodes=args.eval_episodes if args.env_id else 0,
+            method_config=args.config,
+        ),
+        progress=True,
+    )
+    console = Console()
+    summary = f"{args.method}: {result['step']} steps ({result['steps_per_second']:.1f}/s)"
+    if "eval" in result:
+        summary += f", final success {result['eval']['success_rate']:.0%}"
+    console.print(summary)
+    console.print(
+        f"policy: {args.out}/policy   curve: {args.out}/learning_curve.png   metrics: {args.out}/metrics.jsonl"
+    )
+    if result["interrupted"]:
+        console.print("interrupted: the last checkpoint was saved")
+        return 130
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from embodia.policies.evaluate import evaluate_policy
+
+    env_kwargs = None if args.task_id is None else {"task_id": args.task_id}
+    result = evaluate_policy(
+        args.policy,
+        args.env_id,
+        episodes=args.episodes,
+        seeds=args.seeds,
+        env_kwargs=env_kwargs,
+        record=args.record,
+        video=args.video,
+        progress=not args.json,
+    )
+    if args.json:
+        print(json.dumps(result.__dict__, indent=2))
+    else:
+        low, high = result.interval
+        print(
+            f"{result.env_id}: success {result.success_rate:.1%} ({result.successes}/{result.episodes}), "
+            f"95% Wilson interval [{low:.1%}, {high:.1%}], mean return {result.mean_return:.2f}"
+        )
+    return 0
+
+
+def _cmd_bench_offline_rl(args: argparse.Namespace) -> int:
+    from embodia.policies.comparison import ComparisonConfig, quick_config, run_comparison
+
+    config = quick_config(args.out) if args.quick else ComparisonConfig(out=args.out)
+    for name, value in (
+        ("steps", args.steps),
+        ("dataset_episodes", args.episodes),
+        ("eval_episodes", args.eval_episodes),
+    ):
+        if value is not None:
+            setattr(config, name, value)
+    if args.seeds:
+        config.seeds = tuple(args.seeds)
+    if config.steps <= 0:
+        raise EmbodiaError("--steps must be positive")
+    summary = run_comparison(config, progress=True)
+    from embodia.policies.comparison import markdown
+
+    print(markdown(summary["rows"], config))
+    print(f"written: {args.out}/results.md, results.json, results.png")
+    return 0

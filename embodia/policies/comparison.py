@@ -1,0 +1,200 @@
+"""The offline-RL comparison of the DEAS paper at a CPU budget: DEAS vs IQL vs BC, same data, same networks.
+
+For each environment family: generate an OGBench-style play dataset with the noisy expert (labelled
+for the family's default single task), train every method for the same number of gradient steps
+with several seeds, evaluate each final policy on the single-task environment, and report success
+with 95 % Wilson intervals (pooled over seeds) as a Markdown table and a bar plot.
+
+``quick=True`` shrinks everything to seconds (tests run it); its numbers mean nothing beyond "the
+pipeline runs, losses fall, numbers are finite".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from embodia.data.generate import generate_dataset
+from embodia.data.store import TrajectoryStore
+from embodia.policies.evaluate import evaluate_policy, wilson_interval
+from embodia.policies.train import TrainConfig, train
+
+
+@dataclass
+class Case:
+    """One environment of the comparison."""
+
+    family: str
+    """embodia family name, e.g. "CubeSingle" (data from -Play-v0, evaluation on -SingleTask-v0)."""
+    horizon: int
+    """DEAS action-sequence length (the paper: 4 for cube, 8 for puzzle and scene)."""
+    task_id: int | None = None
+    """Single task (None: ogbench's default task)."""
+
+
+@dataclass
+class ComparisonConfig:
+    """Budget of the comparison."""
+
+    cases: list[Case] = field(default_factory=lambda: [Case("CubeSingle", 4), Case("Puzzle3x3", 8)])
+    methods: tuple[str, ...] = ("deas", "iql", "bc")
+    seeds: tuple[int, ...] = (0, 1, 2)
+    dataset_episodes: int = 100
+    episode_steps: int = 1000
+    noise: float = 0.1
+    steps: int = 10_000
+    batch_size: int = 256
+    eval_episodes: int = 50
+    out: str = "runs/offline_rl"
+
+
+def quick_config(out: str) -> ComparisonConfig:
+    return ComparisonConfig(
+        cases=[Case("CubeSingle", 4)],
+        seeds=(0,),
+        dataset_episodes=2,
+        episode_steps=200,
+        steps=150,
+        batch_size=64,
+        eval_episodes=2,
+        out=out,
+    )
+
+
+def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str, Any]:
+    """Run the whole comparison; writes ``results.json``, ``results.md`` and ``results.png`` into ``out``."""
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for case in config.cases:
+        dataset = out / "data" / f"{case.family}-play.zarr"
+        if (
+            not (dataset / "zarr.json").exists()
+            or TrajectoryStore(dataset).num_episodes < config.dataset_episodes
+        ):
+            generate_dataset(
+                f"embodia/{case.family}-Play-v0",
+                config.dataset_episodes,
+                dataset,
+                noise=config.noise,
+                task_id=case.task_id,
+                max_steps=config.episode_steps,
+                overwrite=True,
+                progress=progress,
+            )
+        env_id = f"embodia/{case.family}-SingleTask-v0"
+        env_kwargs = {} if case.task_id is None else {"task_id": case.task_id}
+        for method in config.methods:
+            method_config = {"horizon": case.horizon} if method == "deas" else {}
+            successes = trials = 0
+            per_seed, speeds, curves = [], [], []
+            for seed in config.seeds:
+                run = out / "runs" / f"{case.family}-{method}-seed{seed}"
+                started = time.perf_counter()
+                result = train(
+                    TrainConfig(
+                        method=method,
+                        dataset=str(dataset),
+                        out=str(run),
+                        env_id=None,
+                        steps=config.steps,
+                        batch_size=config.batch_size,
+                        seed=seed,
+                        eval_every=0,
+                        eval_episodes=0,
+                        log_every=max(1, min(250, config.steps // 10)),
+                        method_config=method_config,
+                    ),
+                    progress=progress,
+                )
+                train_seconds = time.perf_counter() - started
+                scores = evaluate_policy(
+                    run / "policy", env_id, episodes=config.eval_episodes, seeds=[seed], env_kwargs=env_kwargs
+                )
+                successes += scores.successes
+                trials += scores.episodes
+                per_seed.append(scores.success_rate)
+                speeds.append(result["steps_per_second"])
+                curves.append(_loss_drop(run / "metrics.jsonl"))
+                rows_seed = {
+                    "case": case.family,
+                    "method": method,
+                    "seed": seed,
+                    "success": scores.success_rate,
+                    "train_seconds": train_seconds,
+                }
+                (run / "eval.json").write_text(json.dumps(rows_seed))
+            low, high = wilson_interval(successes, trials)
+            rows.append(
+                {
+                    "case": case.family,
+                    "task_id": case.task_id,
+                    "method": method,
+                    "success": successes / max(trials, 1),
+                    "interval": [low, high],
+                    "per_seed": per_seed,
+                    "episodes": trials,
+                    "steps_per_second": sum(speeds) / len(speeds),
+                    "loss_drop": curves,
+                }
+            )
+    summary = {"config": asdict(config), "rows": rows}
+    (out / "results.json").write_text(json.dumps(summary, indent=2))
+    (out / "results.md").write_text(markdown(rows, config))
+    plot(rows, out / "results.png")
+    return summary
+
+
+def _loss_drop(metrics_path: Path) -> dict[str, float]:
+    """First and last logged value of the main loss (evidence that training moved)."""
+    records = [json.loads(line) for line in metrics_path.read_text().splitlines()]
+    records = [r for r in records if "eval" not in r]
+    key = "critic_loss" if "critic_loss" in records[0] else "bc_mse"
+    return {"loss": key, "first": records[0][key], "last": records[-1][key]}
+
+
+def markdown(rows: list[dict[str, Any]], config: ComparisonConfig) -> str:
+    lines = [
+        f"Data: {config.dataset_episodes} play episodes x {config.episode_steps} steps per environment (noise "
+        f"{config.noise}); {config.steps} gradient steps, batch {config.batch_size}; {len(config.seeds)} seeds x "
+        f"{config.eval_episodes} evaluation episodes; 95 % Wilson intervals over all episodes.",
+        "",
+        "| environment | method | success | 95 % interval | per seed | grad steps/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['case']} | {r['method']} | {r['success']:.1%} | [{r['interval'][0]:.1%}, {r['interval'][1]:.1%}] | "
+            f"{', '.join(f'{s:.0%}' for s in r['per_seed'])} | {r['steps_per_second']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    fig, ax = plt.subplots(figsize=(2.2 + 1.6 * len(cases), 3.4))
+    width = 0.8 / len(methods)
+    for j, method in enumerate(methods):
+        picked = [next(r for r in rows if r["case"] == c and r["method"] == method) for c in cases]
+        x = np.arange(len(cases)) + (j - (len(methods) - 1) / 2) * width
+        values = np.array([r["success"] for r in picked])
+        low = values - np.array([r["interval"][0] for r in picked])
+        high = np.array([r["interval"][1] for r in picked]) - values
+        ax.bar(x, values, width, yerr=[low, high], capsize=3, label=method)
+    ax.set_xticks(np.arange(len(cases)), cases)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("success rate")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

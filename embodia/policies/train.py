@@ -1,0 +1,266 @@
+"""Train an offline-RL method on a trajectory store, evaluating it in simulation as it learns.
+
+A run directory holds::
+
+    run/
+      train_config.json    what was run (method, dataset, env, steps, seed, method config)
+      metrics.jsonl        one JSON line per log interval (losses, values) and per evaluation
+      learning_curve.png   losses and evaluation success against gradient steps
+      policy/              the latest checkpoint: config.json + model.safetensors (embodia.load_policy)
+      agent.safetensors    every network of the learner (critics, values, target critics, actor)
+
+The policy folder is rewritten at every evaluation and when training stops for any reason, Ctrl-C
+included, so an interrupted run keeps its last policy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+from embodia.data.sampling import WindowSampler, to_torch
+from embodia.data.store import TrajectoryStore
+from embodia.errors import EmbodiaError
+from embodia.policies.actor_policy import ActorPolicy, save_actor_policy
+from embodia.policies.bc import BC, BCConfig
+from embodia.policies.deas import DEAS, DEASConfig
+from embodia.policies.gciql import GCIQL, GCIQLConfig
+from embodia.policies.iql import IQL, IQLConfig
+from embodia.policies.networks import ObsNormalizer
+
+#: method name -> (learner class, config dataclass)
+METHODS: dict[str, tuple[type, type]] = {
+    "deas": (DEAS, DEASConfig),
+    "iql": (IQL, IQLConfig),
+    "bc": (BC, BCConfig),
+    "gciql": (GCIQL, GCIQLConfig),
+}
+
+
+@dataclass
+class TrainConfig:
+    """One training run."""
+
+    method: str
+    """"deas", "iql", "bc" or "gciql"."""
+    dataset: str
+    """Path of the trajectory store to learn from."""
+    out: str
+    """Run directory (created)."""
+    env_id: str | None = None
+    """Environment for periodic evaluation (None: no evaluation)."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Arguments of the evaluation environment (e.g. {"task_id": 2})."""
+    steps: int = 10_000
+    """Gradient steps."""
+    batch_size: int = 256
+    """Windows per gradient step."""
+    seed: int = 0
+    """Seed of networks, sampling and evaluation."""
+    eval_every: int = 2_000
+    """Evaluate (and checkpoint) every this many steps (0: only at the end)."""
+    eval_episodes: int = 10
+    """Episodes per evaluation."""
+    log_every: int = 250
+    """Write a metrics line every this many steps."""
+    method_config: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the method's config dataclass (e.g. {"horizon": 8})."""
+
+
+def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple[Any, WindowSampler]:
+    """The learner and the window sampler it trains from."""
+    if config.method not in METHODS:
+        raise EmbodiaError(f"unknown method {config.method!r}; choose one of {', '.join(METHODS)}")
+    learner_cls, config_cls = METHODS[config.method]
+    known = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(config.method_config) - known)
+    if unknown:
+        raise EmbodiaError(f"{config.method} has no option(s) {unknown}; options: {sorted(known)}")
+    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in config.method_config.items()}
+    method_config = config_cls(**overrides)
+    window = (
+        getattr(method_config, "horizon", None)
+        or getattr(method_config, "chunk", None)
+        or getattr(method_config, "n_step", 1)
+    )
+    if "state" not in sampler_source.keys:
+        raise EmbodiaError(f"store {str(sampler_source.path)!r} has no 'state' observations to learn from")
+    sampler = WindowSampler(sampler_source, horizon=window, obs_keys=["state"], seed=config.seed)
+    if learner_cls is GCIQL:
+        normalizer = GCIQL.fit_normalizer(sampler)
+    else:
+        normalizer = ObsNormalizer.fit(["state"], sampler.arrays)
+    rewards = sampler.reward
+    reward_range = (float(rewards.min()), float(rewards.max())) if len(rewards) else (0.0, 1.0)
+    action_dim = int(np.prod(sampler.arrays["action"].shape[1:]))
+    learner = learner_cls(method_config, normalizer, action_dim, reward_range, seed=config.seed)
+    return learner, sampler
+
+
+def export_policy(learner: Any, folder: Path, meta: dict[str, Any]) -> ActorPolicy:
+    cfg = learner.config
+    save_actor_policy(
+        folder,
+        learner.actor,
+        learner.normalizer,
+        hidden=tuple(cfg.hidden),
+        execute_steps=getattr(cfg, "execute_steps", None),
+        meta=meta,
+    )
+    from embodia.policies.actor_policy import load_actor_policy
+
+    return load_actor_policy(folder)
+
+
+def evaluate(
+    policy: Any, env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int
+) -> dict[str, float]:
+    from embodia.rollout import rollout
+
+    result = rollout(env_id, policy, episodes=episodes, seed=seed, env_kwargs=env_kwargs)
+    return {
+        "success_rate": result.success_rate,
+        "mean_return": result.mean_return,
+        "mean_length": result.mean_length,
+    }
+
+
+def train(config: TrainConfig, progress: bool = False) -> dict[str, Any]:
+    """Run ``config``; returns the final metrics (with ``interrupted`` if stopped by Ctrl-C)."""
+    # Small MLPs on a 2-core machine: one intra-op thread is faster than two fighting the simulator.
+    torch.set_num_threads(int(os.environ.get("EMBODIA_TORCH_THREADS", "1")))
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    store = TrajectoryStore(config.dataset)
+    learner, sampler = build_learner(config, store)
+    (out / "train_config.json").write_text(
+        json.dumps(
+            {**dataclasses.asdict(config), "resolved": dataclasses.asdict(learner.config)},
+            indent=2,
+            default=str,
+        )
+    )
+    meta = {
+        "method": config.method,
+        "env_id": config.env_id,
+        "env_kwargs": config.env_kwargs,
+        "dataset": config.dataset,
+    }
+    sample = getattr(learner, "sample", None) or (lambda s, n: to_torch(s.sample(n)))
+    metrics_file = (out / "metrics.jsonl").open("a")
+    history: list[dict[str, Any]] = []
+    last: dict[str, Any] = {}
+    step, started, interrupted = 0, time.perf_counter(), False
+
+    def log(record: dict[str, Any]) -> None:
+        history.append(record)
+        metrics_file.write(json.dumps(record) + "\n")
+        metrics_file.flush()
+
+    def checkpoint_and_eval() -> None:
+        policy = export_policy(learner, out / "policy", {**meta, "step": step})
+        save_file(
+            {
+                f"{name}.{k}": v.contiguous()
+                for name, m in learner.modules().items()
+                for k, v in m.state_dict().items()
+            },
+            str(out / "agent.safetensors"),
+        )
+        if config.env_id and config.eval_episodes > 0:
+            scores = evaluate(
+                policy, config.env_id, config.env_kwargs, config.eval_episodes, 100_000 + config.seed * 1000
+            )
+            record = {"step": step, "eval": scores, "time": time.perf_counter() - started}
+            log(record)
+            last.update(record)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeRemainingColumn(),
+    )
+    try:
+        with Progress(*columns, disable=not progress) as bar:
+            task = bar.add_task(
+                f"{config.method} on {Path(config.dataset).name}", total=config.steps, status=""
+            )
+            running: dict[str, list[float]] = {}
+            while step < config.steps:
+                metrics = learner.update(sample(sampler, config.batch_size))
+                step += 1
+                for key, value in metrics.items():
+                    running.setdefault(key, []).append(value)
+                if step % config.log_every == 0 or step == config.steps:
+                    record = {
+                        "step": step,
+                        **{k: float(np.mean(v)) for k, v in running.items()},
+                        "time": time.perf_counter() - started,
+                    }
+                    log(record)
+                    running = {}
+                    bar.update(
+                        task,
+                        completed=step,
+                        status=" ".join(f"{k}={record[k]:.3g}" for k in list(metrics)[:2]),
+                    )
+                if config.eval_every and step % config.eval_every == 0 and step < config.steps:
+                    checkpoint_and_eval()
+                    if "eval" in last:
+                        bar.update(task, status=f"success {last['eval']['success_rate']:.0%}")
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        checkpoint_and_eval()
+        metrics_file.close()
+        plot_learning_curve(
+            history, out / "learning_curve.png", title=f"{config.method} | {Path(config.dataset).name}"
+        )
+    return {
+        "step": step,
+        "interrupted": interrupted,
+        "steps_per_second": step / max(time.perf_counter() - started, 1e-9),
+        **last,
+    }
+
+
+def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str = "") -> None:
+    """Losses (left) and evaluation success (right) against gradient steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    train_rows = [r for r in history if "eval" not in r]
+    eval_rows = [r for r in history if "eval" in r]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for key in ("critic_loss", "value_loss", "actor_loss", "bc_mse"):
+        points = [(r["step"], r[key]) for r in train_rows if key in r]
+        if points:
+            left.plot(*zip(*points), label=key)
+    left.set_xlabel("gradient step")
+    left.set_yscale("symlog", linthresh=1e-2)
+    left.legend(fontsize=8)
+    left.set_title("training losses")
+    if eval_rows:
+        right.plot([r["step"] for r in eval_rows], [r["eval"]["success_rate"] for r in eval_rows], marker="o")
+    right.set_ylim(-0.02, 1.02)
+    right.set_xlabel("gradient step")
+    right.set_title("evaluation success rate")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

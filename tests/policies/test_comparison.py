@@ -1,0 +1,29 @@
+"""`embodia bench offline-rl --quick` and `embodia eval`: the comparison pipeline end to end at toy size."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+
+def test_quick_comparison_runs_and_reports(cli, tmp_path):
+    out = tmp_path / "bench"
+    result = cli("bench", "offline-rl", "--quick", "--out", str(out), check=True)
+    assert "| CubeSingle | deas |" in result.stdout
+    summary = json.loads((out / "results.json").read_text())
+    rows = {r["method"]: r for r in summary["rows"]}
+    assert set(rows) == {"deas", "iql", "bc"}
+    for row in rows.values():
+        low, high = row["interval"]
+        assert 0.0 <= low <= row["success"] <= high <= 1.0 and row["episodes"] == 2
+        assert np.isfinite(row["steps_per_second"]) and row["steps_per_second"] > 0
+        for drop in row["loss_drop"]:
+            assert np.isfinite(drop["first"]) and np.isfinite(drop["last"])
+            assert drop["last"] < drop["first"], drop  # learning happens even at this size
+    assert (out / "results.png").stat().st_size > 1000 and (out / "results.md").read_text().startswith("Data:")
+
+    # evaluate one of the trained runs through the CLI
+    run = out / "runs" / "CubeSingle-deas-seed0"
+    report = json.loads(cli("eval", str(run), "--env", "embodia/CubeSingle-SingleTask-v0", "--episodes", "2", "--json", check=True).stdout)
+    assert report["episodes"] == 2 and 0.0 <= report["interval"][0] <= report["interval"][1] <= 1.0

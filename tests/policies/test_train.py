@@ -1,0 +1,93 @@
+"""Training end to end on a real simulator: methods learn, runs write what they promise, Ctrl-C keeps a checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import embodia
+from embodia.policies.evaluate import evaluate_policy, wilson_interval
+from embodia.policies.train import TrainConfig, train
+from embodia.rollout import rollout
+from tests.conftest import ROOT
+
+ENV = "embodia/PointMaze-Medium-SingleTask-v0"
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory):
+    """30 noisy expert episodes of point-maze task 1 (a few seconds)."""
+    path = tmp_path_factory.mktemp("demos") / "pm.zarr"
+    env = embodia.make(ENV, task_id=1)
+    result = rollout(env, env.unwrapped.make_expert(noise=0.3), episodes=30, seed=0, record=path, env_kwargs={"task_id": 1})
+    env.close()
+    assert result.success_rate == 1.0
+    return path
+
+
+@pytest.mark.parametrize(("method", "steps", "options"), [("bc", 800, {}), ("deas", 600, {"horizon": 4})])
+def test_learned_policy_beats_random(demos, tmp_path, method, steps, options):
+    run = tmp_path / method
+    result = train(
+        TrainConfig(method=method, dataset=str(demos), out=str(run), steps=steps, batch_size=128, eval_every=0,
+                    eval_episodes=0, method_config={**options, "hidden": [128, 128]})
+    )
+    assert result["step"] == steps and not result["interrupted"]
+    learned = evaluate_policy(run, ENV, episodes=8, seeds=[7], env_kwargs={"task_id": 1})
+    random = rollout(ENV, "random", episodes=8, seed=70_000, env_kwargs={"task_id": 1})
+    assert learned.success_rate >= 0.5 > random.success_rate, (learned.success_rate, random.success_rate)
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    key = "critic_loss" if method == "deas" else "bc_mse"
+    assert records[-1][key] < records[0][key]  # the loss fell
+    assert (run / "learning_curve.png").stat().st_size > 1000
+
+
+def test_run_directory_and_chunked_policy(demos, tmp_path):
+    run = tmp_path / "deas"
+    result = train(
+        TrainConfig(method="deas", dataset=str(demos), out=str(run), env_id=ENV, env_kwargs={"task_id": 1}, steps=40,
+                    batch_size=32, eval_every=20, eval_episodes=1, log_every=10,
+                    method_config={"horizon": 4, "hidden": [32, 32]})
+    )
+    assert 0.0 <= result["eval"]["success_rate"] <= 1.0
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "eval" in r] == [20, 40]
+    assert all(np.isfinite(r["critic_loss"]) for r in records if "critic_loss" in r)
+    policy = embodia.load_policy(run / "policy")
+    assert policy.chunk_size == 4 and policy.meta["method"] == "deas"
+    chunk = policy.act({"state": np.zeros(2, dtype=np.float32)})
+    assert chunk.shape == (4, 2) and np.abs(chunk).max() <= 1.0
+    config = json.loads((run / "train_config.json").read_text())
+    assert config["resolved"]["horizon"] == 4 and config["resolved"]["gamma1"] == 0.9
+
+
+def test_ctrl_c_keeps_the_last_checkpoint(demos, tmp_path):
+    run = tmp_path / "interrupted"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "embodia.cli", "train", "iql", "--dataset", str(demos), "--steps", "1000000",
+         "--out", str(run), "--config", '{"hidden": [32, 32]}'],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text()):
+        time.sleep(0.3)
+        assert process.poll() is None, process.stderr.read()
+    os.kill(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    policy = embodia.load_policy(run / "policy")
+    assert policy.act({"state": np.zeros(2, dtype=np.float32)}).shape == (2,)
+
+
+def test_wilson_interval_by_hand():
+    low, high = wilson_interval(5, 10)
+    assert (low, high) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert wilson_interval(10, 10)[1] == 1.0
