@@ -67,6 +67,18 @@ def test_run_directory_and_chunked_policy(demos, tmp_path):
     config = json.loads((run / "train_config.json").read_text())
     assert config["resolved"]["horizon"] == 4 and config["resolved"]["gamma1"] == 0.9
 
+    # evaluation episodes can be recorded and rendered
+    from embodia.data.store import TrajectoryStore
+    from embodia.data.video import read_video
+
+    report = evaluate_policy(
+        run, episodes=1, seeds=[0], env_kwargs={"task_id": 1, "width": 64, "height": 64},
+        record=tmp_path / "eval.zarr", video=tmp_path / "eval.mp4",
+    )
+    recorded = TrajectoryStore(tmp_path / "eval.zarr")
+    assert report.env_id == ENV and recorded.num_episodes == 1
+    assert len(read_video(tmp_path / "eval.mp4")) == recorded.num_steps + 1
+
 
 def test_ctrl_c_keeps_the_last_checkpoint(demos, tmp_path):
     run = tmp_path / "interrupted"
