@@ -1,0 +1,268 @@
+"""``embodia robot policy | sim | launch | record | node-config``: ROS 2 deployment from the command line.
+
+Every command that starts nodes accepts ``--ros-args ...`` at the end (remaps, namespace, parameters),
+exactly as ``ros2 run`` does. rclpy is imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from embodia.robot.errors import RobotConfigError
+
+
+def _parse_kwargs(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise RobotConfigError(f"--env-kwarg expects KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _ros_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ros-args",
+        dest="ros_args",
+        nargs=argparse.REMAINDER,
+        default=None,
+        help="ROS arguments (remaps, namespace, parameters), as for ros2 run",
+    )
+
+
+def _argv_for_ros(args: argparse.Namespace) -> list[str]:
+    return ["--ros-args", *args.ros_args] if args.ros_args else []
+
+
+def _add_sim_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("env_id", help="embodia environment id, e.g. embodia/PointMaze-Medium-v0")
+    p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED+i")
+    p.add_argument("--episodes", type=int, help="stop after this many episodes (default: run until Ctrl-C)")
+    p.add_argument("--max-steps", type=int, help="cut episodes at this many steps")
+    p.add_argument(
+        "--mode",
+        choices=("lockstep", "rate"),
+        default="lockstep",
+        help="lockstep: one step per command; rate: step at --rate-hz in wall time",
+    )
+    p.add_argument(
+        "--rate-hz", type=float, default=20.0, help="rate mode step rate; sim time per step is 1/RATE"
+    )
+    p.add_argument("--state-type", default="JointState", choices=("JointState", "Float64MultiArray"))
+    p.add_argument(
+        "--command-type",
+        default="Float64MultiArray",
+        choices=("Float64MultiArray", "Twist", "TwistStamped", "JointTrajectory"),
+    )
+    p.add_argument(
+        "--twist-components",
+        nargs="+",
+        help="Twist component per action entry (default linear.x linear.y ...)",
+    )
+    p.add_argument("--render", action="store_true", help="also publish env.render() frames on obs/camera")
+    p.add_argument(
+        "--republish-period",
+        type=float,
+        default=0.5,
+        help="lockstep: publish the observation again after this many seconds without a command",
+    )
+    p.add_argument(
+        "--wait-for-subscribers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start when a controller publishes cmd and every observation topic has N subscribers",
+    )
+    p.add_argument(
+        "--results", metavar="OUT.json", help="write per-episode results here when the bridge stops"
+    )
+    p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE")
+
+
+def sim_parser() -> argparse.ArgumentParser:
+    """The arguments of ``embodia robot sim`` (also those of ``ros2 run embodia_ros sim_node``)."""
+    p = argparse.ArgumentParser(prog="sim_node", description="embodia simulator bridge node")
+    _add_sim_arguments(p)
+    return p
+
+
+def build_sim_config(args: argparse.Namespace) -> Any:
+    from embodia.robot.sim_bridge import BridgeConfig
+
+    return BridgeConfig(
+        env_id=args.env_id,
+        env_kwargs=_parse_kwargs(args.env_kwarg),
+        seed=args.seed,
+        episodes=args.episodes,
+        max_steps=args.max_steps,
+        mode=args.mode,
+        rate_hz=args.rate_hz,
+        state_type=args.state_type,
+        command_type=args.command_type,
+        twist_components=args.twist_components,
+        render=args.render,
+        republish_period=args.republish_period,
+        wait_for_subscribers=args.wait_for_subscribers,
+        results=args.results,
+    )
+
+
+def _add_record_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topics", nargs="*", help="TOPIC or TOPIC=KEY (types are discovered from the ROS graph)")
+    p.add_argument("--out", required=True, metavar="STORE.zarr", help="trajectory store to append to")
+    p.add_argument(
+        "--action", metavar="TOPIC", help="command topic, stored as key 'action' (default step topic)"
+    )
+    p.add_argument("--step-on", metavar="TOPIC", help="one row per message of this topic")
+    p.add_argument("--episode-topic", default="episode", help="JSON episode events ('' for none)")
+    p.add_argument("--episodes", type=int, help="stop after this many episodes")
+    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    p.add_argument("--env-id", default="ros2", help="env_id stored when no episode event names one")
+
+
+def record_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="record_node", description="record ROS 2 topics into a trajectory store")
+    _add_record_arguments(p)
+    return p
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_policy(args: argparse.Namespace) -> int:
+    from embodia.robot.config import load_node_config
+    from embodia.robot.policy_node import resolve_policy, run_policy_node
+
+    overrides = {k: v for k, v in (("rate_hz", args.rate_hz), ("trigger", args.trigger)) if v is not None}
+    config = load_node_config(args.config, overrides)
+    policy = resolve_policy(args.policy)
+    status = run_policy_node(policy, config, _argv_for_ros(args), duration=args.duration)
+    if args.status_out:
+        Path(args.status_out).write_text(json.dumps(status, indent=2, default=float))
+    return 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from embodia.robot.sim_bridge import run_sim_bridge
+
+    results = run_sim_bridge(build_sim_config(args), _argv_for_ros(args))
+    if results:
+        rate = sum(r["success"] for r in results) / len(results)
+        print(f"{len(results)} episodes, success rate {rate:.0%}")
+    return 0
+
+
+def cmd_node_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    from embodia.robot.sim_bridge import policy_config_for
+
+    config = policy_config_for(
+        args.env_id,
+        env_kwargs=_parse_kwargs(args.env_kwarg),
+        state_type=args.state_type,
+        command_type=args.command_type,
+        twist_components=args.twist_components,
+        trigger=args.trigger,
+        rate_hz=args.rate_hz,
+    )
+    text = yaml.safe_dump(config.to_dict(), sort_keys=False)
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from embodia.robot.launch import launch, parse_launch_arguments
+
+    arguments = parse_launch_arguments(args.arguments)
+    if args.isolated:
+        from embodia.robot.netns import run_isolated
+
+        argv = [sys.executable, "-m", "embodia.cli", "robot", "launch", args.file, *args.arguments]
+        if args.timeout:
+            argv += ["--timeout", str(args.timeout)]
+        return run_isolated(argv).returncode
+    return launch(args.file, arguments, timeout=args.timeout)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from embodia.robot.record import record
+
+    result = record(
+        args.topics,
+        args.out,
+        action=args.action,
+        step_on=args.step_on,
+        episode_topic=args.episode_topic or None,
+        episodes=args.episodes,
+        duration=args.duration,
+        env_id=args.env_id,
+        argv=_argv_for_ros(args),
+    )
+    print(f"recorded {result['episodes']} episodes ({result['steps']} steps) to {args.out}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("robot", help="ROS 2: policy node, simulator bridge, launch, record")
+    robot = parser.add_subparsers(dest="robot_command", required=True, metavar="ROBOT_COMMAND")
+
+    p = robot.add_parser("policy", help="run a policy as a ROS 2 node")
+    p.add_argument("--policy", required=True, help="policy folder, or module:factory returning a policy")
+    p.add_argument(
+        "--config", required=True, metavar="NODE.yaml", help="topics, rate, limits (see docs/robot.md)"
+    )
+    p.add_argument("--rate-hz", type=float, help="override the config's control rate")
+    p.add_argument("--trigger", choices=("timer", "observation"), help="override the config's trigger")
+    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    p.add_argument("--status-out", metavar="OUT.json", help="write the final status (counters, rate) here")
+    _ros_args(p)
+    p.set_defaults(func=cmd_policy)
+
+    p = robot.add_parser("sim", help="run an embodia simulator as a ROS 2 node (the robot's topics)")
+    _add_sim_arguments(p)
+    _ros_args(p)
+    p.set_defaults(func=cmd_sim)
+
+    p = robot.add_parser(
+        "node-config", help="write a policy node config for the topics of `robot sim ENV_ID`"
+    )
+    p.add_argument("env_id")
+    p.add_argument("--state-type", default="JointState", choices=("JointState", "Float64MultiArray"))
+    p.add_argument(
+        "--command-type",
+        default="Float64MultiArray",
+        choices=("Float64MultiArray", "Twist", "TwistStamped", "JointTrajectory"),
+    )
+    p.add_argument("--twist-components", nargs="+")
+    p.add_argument("--trigger", default="observation", choices=("timer", "observation"))
+    p.add_argument("--rate-hz", type=float, default=50.0)
+    p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", metavar="NODE.yaml")
+    p.set_defaults(func=cmd_node_config)
+
+    p = robot.add_parser("launch", help="start and supervise the nodes of a ROS 2 YAML launch file")
+    p.add_argument("file", help="FILE.launch.yaml")
+    p.add_argument("arguments", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
+    p.add_argument(
+        "--isolated",
+        action="store_true",
+        help="run in a fresh loopback-only network namespace (root): DDS stays on this machine",
+    )
+    p.add_argument("--timeout", type=float, help="stop everything after this many seconds")
+    p.set_defaults(func=cmd_launch)
+
+    p = robot.add_parser("record", help="record ROS 2 topics into a trajectory store")
+    _add_record_arguments(p)
+    _ros_args(p)
+    p.set_defaults(func=cmd_record)

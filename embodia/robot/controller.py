@@ -1,0 +1,224 @@
+"""What the policy node does between receiving messages and publishing a command, without ROS.
+
+:class:`PolicyController` keeps the newest valid array of every observation topic, assembles the
+policy's observation dict (topics sharing a key are concatenated in config order), runs the policy
+(one step of the current chunk per tick for action-chunk policies), and passes its output through the
+watchdog and the command filter of :mod:`embodia.robot.safety`. The rclpy node only converts between
+messages and calls :meth:`observe` / :meth:`tick`; everything here is tested without a ROS graph.
+
+Observation trigger (lockstep): an observation is *complete* when every required topic delivered a
+message since the last action and all stamped topics (those with a header) carry the same stamp. The
+command then answers that stamp, so a lockstep simulator can match commands to its observations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from embodia.robot.config import PolicyNodeConfig
+from embodia.robot.convert import header_stamp_ns, to_array
+from embodia.robot.errors import MessageError
+from embodia.robot.safety import CommandFilter, Watchdog
+
+
+@dataclass
+class TickResult:
+    """One control tick's outcome."""
+
+    command: np.ndarray
+    """what to publish (always safe)"""
+    reason: str
+    """``policy``, ``clipped``, or why the safe command was published (``stale``, ``nan``, ``out_of_range``,
+    ``shape``, ``policy_error``)"""
+    stamp_ns: int | None = None
+    """stamp of the observation this command answers (None for safe stops on stale observations)"""
+    detail: str = ""
+    """human-readable detail for the log (stale keys, error message)"""
+
+
+@dataclass
+class _Latest:
+    value: Any = None
+    stamp_ns: int | None = None
+    arrived: float = float("-inf")
+    fresh: bool = False
+
+
+class ChunkQueue:
+    """Turns a policy's outputs (single actions or ``(chunk, action_dim)`` chunks) into one action per tick.
+
+    The policy is queried again when the chunk is used up, or after ``execute_steps`` steps when the
+    policy sets that attribute (receding horizon), as :func:`embodia.rollout.rollout` does.
+    """
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.execute_steps = getattr(policy, "execute_steps", None)
+        self._chunk: np.ndarray | None = None
+        self._cursor = 0
+
+    def clear(self) -> None:
+        self._chunk, self._cursor = None, 0
+
+    def next_action(self, obs: dict[str, Any]) -> np.ndarray:
+        limit = 0 if self._chunk is None else len(self._chunk)
+        if self.execute_steps is not None:
+            limit = min(limit, int(self.execute_steps))
+        if self._chunk is None or self._cursor >= limit:
+            out = np.asarray(self.policy.act(obs))
+            self._chunk = out if out.ndim == 2 else out.reshape(1, -1)
+            self._cursor = 0
+        action = self._chunk[self._cursor]
+        self._cursor += 1
+        return action
+
+
+@dataclass
+class PolicyController:
+    """Observation assembly, policy, watchdog and command filter (see the module docstring)."""
+
+    policy: Any
+    config: PolicyNodeConfig
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cfg = self.config
+        self._latest = [_Latest() for _ in cfg.observations]
+        self.watchdog = Watchdog(cfg.required_keys, cfg.watchdog_timeout)
+        self.filter = CommandFilter(cfg.command.limits())
+        self.chunks = ChunkQueue(self.policy)
+        self.rejected: dict[str, int] = {o.topic: 0 for o in cfg.observations}
+        self.counters.update(ticks=0, policy_steps=0, safe_stops=0, stale=0, policy_error=0, resets=0)
+        self._stale = False
+        self._last_stamp: int | None = None
+
+    # ------------------------------------------------------------------ inputs
+    def observe(self, index: int, msg: Any, now: float) -> None:
+        """Convert and store a message of observation topic ``index`` received at ``now``.
+
+        Raises:
+            MessageError: the message does not fit the topic's config; nothing is stored (the caller logs).
+        """
+        topic = self.config.observations[index]
+        try:
+            value = to_array(msg, topic.type, **topic.reader_options())
+        except MessageError:
+            self.rejected[topic.topic] += 1
+            raise
+        if not isinstance(value, str):
+            dtype = topic.dtype or (value.dtype if topic.short_type == "Image" else np.float32)
+            value = value.astype(dtype, copy=False)
+        latest = self._latest[index]
+        latest.value, latest.stamp_ns, latest.arrived, latest.fresh = value, header_stamp_ns(msg), now, True
+        if topic.required:
+            # a key is fed only when all of its required topics have arrived at least once
+            self.watchdog.feed(
+                topic.key,
+                min(
+                    self._latest[i].arrived
+                    for i, o in enumerate(self.config.observations)
+                    if o.key == topic.key and o.required
+                ),
+            )
+
+    def reset(self, seed: int | None = None) -> None:
+        """A new episode: reset the policy (with ``seed``) and drop the current chunk."""
+        self.policy.reset(seed=seed)
+        self.chunks.clear()
+        self.counters["resets"] += 1
+
+    # ------------------------------------------------------------------ assembly
+    def observation(self) -> dict[str, Any] | None:
+        """The policy's observation from the newest messages, or None while a required topic is missing."""
+        parts: dict[str, list[Any]] = {}
+        for topic, latest in zip(self.config.observations, self._latest):
+            if latest.value is None:
+                if topic.required:
+                    return None
+                continue
+            parts.setdefault(topic.key, []).append(latest.value)
+        obs: dict[str, Any] = {}
+        for key, values in parts.items():
+            if isinstance(values[0], str):
+                obs[key] = " ".join(values)
+            elif len(values) == 1:
+                obs[key] = values[0]
+            else:
+                obs[key] = np.concatenate([np.ravel(v) for v in values])
+        return obs
+
+    def complete(self) -> bool:
+        """Whether a new complete observation is ready (observation trigger, see module docstring)."""
+        stamps = set()
+        for topic, latest in zip(self.config.observations, self._latest):
+            if not topic.required:
+                continue
+            if not latest.fresh:
+                return False
+            if latest.stamp_ns is not None:
+                stamps.add(latest.stamp_ns)
+        return len(stamps) <= 1
+
+    def _observation_stamp(self) -> int | None:
+        stamps = [
+            x.stamp_ns
+            for x, o in zip(self._latest, self.config.observations)
+            if o.required and x.stamp_ns is not None
+        ]
+        return max(stamps) if stamps else None
+
+    # ------------------------------------------------------------------ control
+    def tick(self, now: float) -> TickResult:
+        """One control step at time ``now``: a command that is safe to publish, and why it is that one."""
+        self.counters["ticks"] += 1
+        report = self.watchdog.check(now)
+        if not report.ok:
+            self.counters["stale"] += 1
+            self.counters["safe_stops"] += 1
+            self.chunks.clear()  # never resume a plan made before the observations went stale
+            self._stale = True
+            return TickResult(self.filter.safe_command(), "stale", None, f"stale: {', '.join(report.stale)}")
+        self._stale = False
+        obs = self.observation()
+        stamp = self._observation_stamp()
+        for latest in self._latest:
+            latest.fresh = False
+        try:
+            raw = self.chunks.next_action(obs)
+        except Exception as error:  # a policy that raises must not stop the robot's safety loop
+            self.counters["policy_error"] += 1
+            self.counters["safe_stops"] += 1
+            self.chunks.clear()
+            return TickResult(
+                self.filter.safe_command(), "policy_error", stamp, f"{type(error).__name__}: {error}"
+            )
+        self.counters["policy_steps"] += 1
+        result = self.filter(raw)
+        if result.safe_stop:
+            self.counters["safe_stops"] += 1
+            self.chunks.clear()
+            return TickResult(
+                result.command, result.fault, stamp, f"policy output {np.asarray(raw).tolist()}"
+            )
+        return TickResult(result.command, result.fault or "policy", stamp)
+
+    @property
+    def ever_observed(self) -> bool:
+        """Whether any required topic has delivered a valid message (before that there is nothing to stop)."""
+        return any(x.value is not None for x, o in zip(self._latest, self.config.observations) if o.required)
+
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
+    def status(self) -> dict[str, Any]:
+        """Counters for the status topic and the log."""
+        return {
+            **self.counters,
+            **{f"filter_{k}": v for k, v in self.filter.counters.items()},
+            "rejected_messages": dict(self.rejected),
+            "stale_now": self._stale,
+        }

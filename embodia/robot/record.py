@@ -1,0 +1,303 @@
+"""Topics -> trajectory store: live (a recorder node) or from a bag (``embodia data import-mcap``).
+
+Messages on different topics arrive at different times; the store wants rows. :class:`EpisodeAssembler`
+makes one row per message on the *step topic* (by default the action topic): the row holds that
+message and the newest message of every other topic (zero-order hold). Rows start once every topic has
+delivered at least once. Recording the command topic as the step topic gives the store's convention,
+row ``t`` = (observation before the action, action ``t``), because a policy publishes ``a_t`` after it
+received ``o_t``.
+
+Episodes are split by std_msgs/String JSON events on an episode topic (what ``embodia robot sim``
+publishes): ``start`` (env_id, env_kwargs, seed) begins an episode, ``end`` (success) commits it.
+Without events one episode is committed when the recording stops. Every committed episode is durable
+(see :class:`~embodia.data.store.TrajectoryStore`); Ctrl-C commits what was recorded so far.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from embodia.robot import ros
+from embodia.robot.convert import header_stamp_ns, normalize_type, to_array
+from embodia.robot.errors import MessageError, RobotConfigError
+
+#: types the recorder can turn into arrays
+RECORDABLE = (
+    "JointState",
+    "Image",
+    "Odometry",
+    "PoseStamped",
+    "Twist",
+    "TwistStamped",
+    "Float64MultiArray",
+    "JointTrajectory",
+    "Float64",
+    "Float32",
+    "Bool",
+)
+
+
+def default_key(topic: str) -> str:
+    """``/robot1/joint_states`` -> ``robot1_joint_states`` (store keys cannot contain '/')."""
+    return topic.strip("/").replace("/", "_") or "root"
+
+
+def parse_topic_spec(spec: str) -> tuple[str, str]:
+    """``TOPIC`` or ``TOPIC=KEY`` -> (topic, key)."""
+    topic, sep, key = spec.partition("=")
+    return topic, (key if sep and key else default_key(topic))
+
+
+@dataclass
+class EpisodeAssembler:
+    """Rows from asynchronous topic values, episodes from start / end events (see module docstring)."""
+
+    keys: list[str]
+    """store keys, one per recorded topic"""
+    step_key: str
+    """a row is made whenever this key receives a value"""
+    on_episode: Callable[[dict[str, np.ndarray], dict[str, Any]], None]
+    """called with (data, info) for every finished, non-empty episode"""
+    env_id: str = "ros2"
+    """env_id recorded when no start event names one"""
+    latest: dict[str, np.ndarray] = field(default_factory=dict)
+    rows: list[tuple[int | None, dict[str, np.ndarray]]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    episodes: int = 0
+    ended: int = 0
+    _stamp: int | None = None
+    _ending: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.step_key not in self.keys:
+            raise RobotConfigError(f"step key {self.step_key!r} is not one of the recorded keys {self.keys}")
+        self.info = {"env_id": self.env_id}
+
+    def value(self, key: str, array: np.ndarray, stamp_ns: int | None = None) -> None:
+        """A new value for ``key`` (with its header stamp, if any); the step key makes a row."""
+        self.latest[key] = array
+        if stamp_ns is not None:
+            self._stamp = stamp_ns
+        if key == self.step_key and len(self.latest) == len(self.keys):
+            self.rows.append((self._stamp, {k: self.latest[k] for k in self.keys}))
+
+    def event(self, event: dict[str, Any]) -> None:
+        """``end`` marks the episode as ending (late rows still join it); ``start`` commits it.
+
+        Rows are assigned by the stamp of their newest stamped observation when there is one: rows
+        stamped at or after the new episode's ``stamp_ns`` move into the new episode.
+        """
+        kind = event.get("event")
+        if kind == "start":
+            start = event.get("stamp_ns")
+            later = [r for r in self.rows if start is not None and r[0] is not None and r[0] >= int(start)]
+            self.rows = [r for r in self.rows if not any(r is x for x in later)]
+            self.finish()
+            self.rows = later
+            self.info = {
+                "env_id": str(event.get("env_id", self.env_id)),
+                "env_kwargs": event.get("env_kwargs") or {},
+                "seed": int(event.get("seed", -1)),
+            }
+        elif kind == "end":
+            self._ending = {"success": bool(event.get("success", False))}
+            self.ended += 1
+
+    def finish(self, success: bool | None = None) -> None:
+        """Hand the rows so far to ``on_episode`` as one episode (nothing if there are none)."""
+        if success is None and self._ending is not None:
+            success = self._ending["success"]
+        self._ending = None
+        if not self.rows:
+            return
+        data = {k: np.stack([row[k] for _, row in self.rows]) for k in self.keys}
+        info = dict(self.info)
+        if success is not None:
+            info["success"] = success
+        self.rows = []
+        self.episodes += 1
+        self.on_episode(data, info)
+
+
+class StoreSink:
+    """Appends assembled episodes to a trajectory store, the step key's role set to ``action``."""
+
+    def __init__(self, path: str, action_key: str | None) -> None:
+        from embodia.data.store import TrajectoryStore
+
+        self.store = TrajectoryStore(path, mode="a")
+        self.roles = {action_key: "action"} if action_key else {}
+        self.steps = 0
+
+    def __call__(self, data: dict[str, np.ndarray], info: dict[str, Any]) -> None:
+        self.store.add_episode(data, roles=self.roles, **info)
+        self.steps += len(next(iter(data.values())))
+        self.store.touch()
+
+
+def _node_base() -> type:
+    ros.import_rclpy()
+    from rclpy.node import Node
+
+    return Node
+
+
+class RecorderNode(_node_base()):  # type: ignore[misc]
+    """Subscribes topics (types discovered from the ROS graph) and feeds an :class:`EpisodeAssembler`.
+
+    Messages are handled as the executor takes them; within one wait cycle the data topics come
+    before the episode topic (subscription order), so the last command of an episode lands in that
+    episode even when its ``end`` event is already waiting.
+    """
+
+    def __init__(
+        self,
+        topics: list[tuple[str, str]],
+        assembler: EpisodeAssembler,
+        episode_topic: str | None,
+        name: str = "embodia_recorder",
+        discovery_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(name)
+        from embodia.robot.convert import message_class
+
+        self.assembler = assembler
+        self.rejected = 0
+        self.max_episodes: int | None = None
+        types = self._discover([t for t, _ in topics], discovery_timeout)
+        for topic, key in topics:
+            kind = types[topic]
+            self.create_subscription(message_class(kind), topic, self._callback(key, kind), ros.qos(1000))
+        if episode_topic:
+            self.create_subscription(
+                message_class("String"), episode_topic, self._callback(None, "String"), ros.qos(1000)
+            )
+        self.get_logger().info(f"recording {', '.join(f'{t} ({types[t]}) as {k}' for t, k in topics)}")
+
+    def _discover(self, topics: list[str], timeout: float) -> dict[str, str]:
+        """Wait until every topic is advertised and return its type (``ros2 topic info`` style)."""
+        from rclpy.executors import SingleThreadedExecutor
+
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(self)
+        deadline = time.monotonic() + timeout
+        resolved = {self.resolve_topic_name(t): t for t in topics}
+        found: dict[str, str] = {}
+        while time.monotonic() < deadline and len(found) < len(topics):
+            for name, kinds in self.get_topic_names_and_types():
+                if name in resolved and kinds:
+                    found[resolved[name]] = kinds[0]
+            executor.spin_once(timeout_sec=0.1)
+        executor.remove_node(self)
+        missing = [t for t in topics if t not in found]
+        if missing:
+            raise RobotConfigError(
+                f"no publisher for {missing} within {timeout:g} s; is the robot / simulator running?"
+            )
+        for topic, kind in found.items():
+            if normalize_type(kind).rsplit("/", 1)[1] not in RECORDABLE:
+                raise RobotConfigError(
+                    f"{topic} has type {kind}, which cannot be recorded ({', '.join(RECORDABLE)})"
+                )
+        return found
+
+    def _callback(self, key: str | None, kind: str) -> Callable[[Any], None]:
+        def callback(msg: Any) -> None:
+            if key is None:
+                try:
+                    event = json.loads(msg.data)
+                except json.JSONDecodeError:
+                    return
+                if isinstance(event, dict):
+                    self.assembler.event(event)
+                return
+            try:
+                self.assembler.value(key, np.asarray(to_array(msg, kind)), header_stamp_ns(msg))
+            except MessageError as error:
+                self.rejected += 1
+                self.get_logger().warning(f"rejected message for {key}: {error}", throttle_duration_sec=1.0)
+
+        return callback
+
+
+def record(
+    topics: Sequence[str],
+    out: str,
+    *,
+    action: str | None = None,
+    step_on: str | None = None,
+    episode_topic: str | None = "episode",
+    episodes: int | None = None,
+    duration: float | None = None,
+    env_id: str = "ros2",
+    argv: Sequence[str] | None = None,
+) -> dict[str, int]:
+    """Record ``topics`` (``TOPIC`` or ``TOPIC=KEY``) into the store ``out`` until Ctrl-C, ``duration`` or ``episodes``.
+
+    ``action`` (a topic) is stored under the key ``action`` with the action role; ``step_on`` (a topic)
+    paces the rows (default: the action topic, else the first topic).
+    """
+    specs = [parse_topic_spec(t) for t in topics]
+    if action:
+        specs = [s for s in specs if s[0] != action] + [(action, "action")]
+    if not specs:
+        raise RobotConfigError("name at least one topic to record")
+    keys = [k for _, k in specs]
+    if len(set(keys)) != len(keys):
+        raise RobotConfigError(f"two topics map to the same key: {keys}; use TOPIC=KEY to rename")
+    step_topic = step_on or action or specs[0][0]
+    step_key = dict(specs).get(step_topic)
+    if step_key is None:
+        raise RobotConfigError(f"--step-on {step_topic} is not one of the recorded topics")
+    sink = StoreSink(out, "action" if action else None)
+    assembler = EpisodeAssembler(keys, step_key, sink, env_id=env_id)
+    ros.init(argv)
+    node = None
+    try:
+        node = RecorderNode(specs, assembler, episode_topic)
+        node.max_episodes = episodes
+        ros.spin(
+            node,
+            None,
+            should_stop=lambda: episodes is not None and assembler.ended >= episodes,
+            duration=duration,
+        )
+    finally:
+        assembler.finish()  # the ending episode, or whatever was recorded since the last boundary
+        if node is not None:
+            node.destroy_node()
+        ros.shutdown()
+    return {"episodes": assembler.episodes, "steps": sink.steps, "rejected": node.rejected if node else 0}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``ros2 run embodia_ros record_node TOPICS... --out STORE.zarr``."""
+    from embodia.robot.cli import record_parser
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest = ros.init(argv)
+    args = record_parser().parse_args(rest)
+    result = record(
+        args.topics,
+        args.out,
+        action=args.action,
+        step_on=args.step_on,
+        episode_topic=args.episode_topic or None,
+        episodes=args.episodes,
+        duration=args.duration,
+        env_id=args.env_id,
+        argv=argv,
+    )
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
