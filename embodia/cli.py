@@ -27,6 +27,7 @@ _COMMAND_MODULES = (
     "embodia.policies.cli",  # embodia train | eval | bench
     "embodia.robot.cli",  # embodia robot ...
     "embodia.agents.tools.cli",  # embodia tool ..., embodia mcp
+    "embodia.envs.habitat.cli",  # embodia nav ...
 )
 
 

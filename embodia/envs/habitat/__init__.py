@@ -1,0 +1,68 @@
+"""Indoor navigation with Habitat's conventions, on procedural multi-room scenes in MuJoCo.
+
+Environments (registered below, next to the class they use):
+
+- ``embodia/Nav-PointNav-v0``: go to a point given relative to the robot (GPS + compass), STOP within 0.2 m;
+- ``embodia/Nav-ObjectNav-v0``: find an object of a category (chair, bed, plant, toilet, tv_monitor, sofa);
+- ``embodia/Nav-InstructionNav-v0``: follow a natural-language route instruction (VLN-CE conventions);
+- ``embodia/Nav-MultiRobot-v0``: three robots in one scene, each with its PointNav goal, one action each.
+
+The pieces, one module each: scene format (:mod:`.scene`) and generator (:mod:`.scene_gen`); MuJoCo
+model (:mod:`.mjcf`); navigation mesh and path finder (:mod:`.footprints`, :mod:`.pathfinder`);
+metrics (:mod:`.metrics`); episodes in habitat-lab's JSON format (:mod:`.episodes`, :mod:`.instructions`);
+scene graphs (:mod:`.scene_graph`); back ends (:mod:`.backend`, :mod:`.mujoco_backend`,
+:mod:`.habitat_sim_backend`, :mod:`.glb`); the environment (:mod:`.env`) and its expert (:mod:`.expert`).
+"""
+
+from __future__ import annotations
+
+from embodia.envs import register_env
+from embodia.envs.habitat.env import NavConfig, NavEnv
+from embodia.envs.habitat.pathfinder import MultiGoalShortestPath, NavMeshSettings, PathFinder, ShortestPath
+from embodia.envs.habitat.scene import Scene, load_scene
+from embodia.envs.habitat.scene_gen import generate_scene
+
+__all__ = [
+    "MultiGoalShortestPath",
+    "NavConfig",
+    "NavEnv",
+    "NavMeshSettings",
+    "PathFinder",
+    "Scene",
+    "ShortestPath",
+    "generate_scene",
+    "load_scene",
+]
+
+_ENTRY = "embodia.envs.habitat.env:NavEnv"
+#: habitat-lab's episode limit for these tasks
+MAX_EPISODE_STEPS = 500
+
+register_env(
+    "embodia/Nav-PointNav-v0",
+    _ENTRY,
+    kwargs={"task": "pointnav"},
+    max_episode_steps=MAX_EPISODE_STEPS,
+    description="Habitat PointNav in procedural apartments/offices (MuJoCo): RGB-D + GPS/compass, stop within 0.2 m",
+)
+register_env(
+    "embodia/Nav-ObjectNav-v0",
+    _ENTRY,
+    kwargs={"task": "objectnav"},
+    max_episode_steps=MAX_EPISODE_STEPS,
+    description="Habitat ObjectNav: find a chair/bed/plant/toilet/tv_monitor/sofa, stop within 0.1 m of a view point",
+)
+register_env(
+    "embodia/Nav-InstructionNav-v0",
+    _ENTRY,
+    kwargs={"task": "instructionnav"},
+    max_episode_steps=MAX_EPISODE_STEPS,
+    description="VLN-CE-style instruction following: a route instruction through rooms to a landmark, success within 3 m",
+)
+register_env(
+    "embodia/Nav-MultiRobot-v0",
+    _ENTRY,
+    kwargs={"task": "multirobot", "num_robots": 3},
+    max_episode_steps=MAX_EPISODE_STEPS,
+    description="Three robots in one scene, each with a PointNav goal; MultiDiscrete action, one per robot",
+)
