@@ -56,8 +56,27 @@ def parse_topic_spec(spec: str) -> tuple[str, str]:
 
 
 @dataclass
+class _Segment:
+    """One episode being assembled: its start stamp (None: unknown), metadata, rows and success."""
+
+    start: int | None
+    info: dict[str, Any]
+    rows: list[tuple[int | None, dict[str, np.ndarray]]] = field(default_factory=list)
+    success: bool | None = None
+
+
+@dataclass
 class EpisodeAssembler:
-    """Rows from asynchronous topic values, episodes from start / end events (see module docstring)."""
+    """Rows from asynchronous topic values, episodes from start / end events (see module docstring).
+
+    Episode boundaries are stamps: a ``start`` event carries the stamp of the episode's first
+    observation, and a row belongs to the episode with the latest start stamp not after the row's
+    stamp. Events and commands come from different publishers and arrive in either order: a row that
+    comes before its episode's start event moves into the episode when the event arrives, and an
+    episode is committed only once the next episode has a row (rows of one topic arrive in order,
+    so nothing of the earlier episode can follow), or when recording stops. Unstamped rows follow the
+    order of arrival.
+    """
 
     keys: list[str]
     """store keys, one per recorded topic"""
@@ -68,60 +87,110 @@ class EpisodeAssembler:
     env_id: str = "ros2"
     """env_id recorded when no start event names one"""
     latest: dict[str, np.ndarray] = field(default_factory=dict)
-    rows: list[tuple[int | None, dict[str, np.ndarray]]] = field(default_factory=list)
-    info: dict[str, Any] = field(default_factory=dict)
     episodes: int = 0
     ended: int = 0
     _stamp: int | None = None
-    _ending: dict[str, Any] | None = None
+    _segments: list[_Segment] = field(default_factory=list)
+    _by_stamp: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.step_key not in self.keys:
             raise RobotConfigError(f"step key {self.step_key!r} is not one of the recorded keys {self.keys}")
-        self.info = {"env_id": self.env_id}
+        self._segments = [_Segment(None, {"env_id": self.env_id})]
+
+    @property
+    def rows(self) -> list[dict[str, np.ndarray]]:
+        """Rows not yet committed."""
+        return [self._resolve(row) for segment in self._segments for _, row in segment.rows]
 
     def value(self, key: str, array: np.ndarray, stamp_ns: int | None = None) -> None:
-        """A new value for ``key`` (with its header stamp, if any); the step key makes a row."""
+        """A new value for ``key`` (with its header stamp, if any); the step key makes a row.
+
+        A stamped step message (a policy node stamps each command with the stamp of the observation
+        it answers) is paired with the values of exactly that stamp, looked up when its episode is
+        committed, so rows stay aligned when observations arrive after the command that answers
+        them; unstamped ones (and stamps never seen) take the newest value at the row's arrival.
+        """
         self.latest[key] = array
-        if stamp_ns is not None:
+        if stamp_ns is not None and key != self.step_key:
             self._stamp = stamp_ns
+            self._by_stamp.setdefault(key, {})[stamp_ns] = array
         if key == self.step_key and len(self.latest) == len(self.keys):
-            self.rows.append((self._stamp, {k: self.latest[k] for k in self.keys}))
+            stamp = stamp_ns if stamp_ns is not None else self._stamp
+            row = dict(self.latest)  # the fallback values
+            row["__stamp__"] = stamp_ns
+            index = self._segment_for(stamp)
+            self._segments[index].rows.append((stamp, row))
+            for _ in range(index):  # a row of a later episode: the earlier ones are complete
+                self._commit(self._segments.pop(0))
+
+    def _resolve(self, row: dict[str, Any]) -> dict[str, np.ndarray]:
+        stamp = row["__stamp__"]
+        values = {}
+        for k in self.keys:
+            exact = self._by_stamp.get(k, {}).get(stamp) if stamp is not None and k != self.step_key else None
+            values[k] = exact if exact is not None else row[k]
+        return values
+
+    def _segment_for(self, stamp: int | None) -> int:
+        if stamp is None:
+            return len(self._segments) - 1
+        index = 0
+        for i, segment in enumerate(self._segments):
+            if segment.start is not None and segment.start <= stamp:
+                index = i
+        return index
 
     def event(self, event: dict[str, Any]) -> None:
-        """``end`` marks the episode as ending (late rows still join it); ``start`` commits it.
-
-        Rows are assigned by the stamp of their newest stamped observation when there is one: rows
-        stamped at or after the new episode's ``stamp_ns`` move into the new episode.
-        """
+        """``start`` opens the next episode at its stamp; ``end`` records the current episode's success."""
         kind = event.get("event")
         if kind == "start":
             start = event.get("stamp_ns")
-            later = [r for r in self.rows if start is not None and r[0] is not None and r[0] >= int(start)]
-            self.rows = [r for r in self.rows if not any(r is x for x in later)]
-            self.finish()
-            self.rows = later
-            self.info = {
+            info = {
                 "env_id": str(event.get("env_id", self.env_id)),
                 "env_kwargs": event.get("env_kwargs") or {},
                 "seed": int(event.get("seed", -1)),
             }
+            segment = _Segment(int(start) if start is not None else None, info)
+            previous = self._segments[-1]
+            if segment.start is not None:  # rows that came before their start event move in
+                segment.rows = [r for r in previous.rows if r[0] is not None and r[0] >= segment.start]
+                previous.rows = [r for r in previous.rows if not (r[0] is not None and r[0] >= segment.start)]
+            self._segments.append(segment)
+            if segment.start is None:  # unstamped streams: the event order is all there is
+                while len(self._segments) > 1:
+                    self._commit(self._segments.pop(0))
         elif kind == "end":
-            self._ending = {"success": bool(event.get("success", False))}
+            # the latest started episode is the one that ended
+            self._segments[-1].success = bool(event.get("success", False))
             self.ended += 1
 
-    def finish(self, success: bool | None = None) -> None:
-        """Hand the rows so far to ``on_episode`` as one episode (nothing if there are none)."""
-        if success is None and self._ending is not None:
-            success = self._ending["success"]
-        self._ending = None
-        if not self.rows:
+    def finish(self, success: bool | None = None, max_episodes: int | None = None) -> None:
+        """Commit every episode still open, in order.
+
+        ``success`` applies to the last one when no ``end`` event gave it; ``max_episodes`` caps the
+        total number of committed episodes (a recording of N episodes drops the beginning of episode
+        N+1 that arrived while it was draining).
+        """
+        if success is not None and self._segments[-1].success is None:
+            self._segments[-1].success = success
+        while self._segments and (max_episodes is None or self.episodes < max_episodes):
+            self._commit(self._segments.pop(0))
+        self._segments = [_Segment(None, {"env_id": self.env_id})]
+
+    def _commit(self, segment: _Segment) -> None:
+        rows = [self._resolve(row) for _, row in segment.rows]
+        last = max((stamp for stamp, _ in segment.rows if stamp is not None), default=None)
+        if last is not None:  # observations up to this episode's end are no longer needed
+            for values in self._by_stamp.values():
+                for stamp in [s for s in values if s <= last]:
+                    del values[stamp]
+        if not rows:
             return
-        data = {k: np.stack([row[k] for _, row in self.rows]) for k in self.keys}
-        info = dict(self.info)
-        if success is not None:
-            info["success"] = success
-        self.rows = []
+        data = {k: np.stack([row[k] for row in rows]) for k in self.keys}
+        info = dict(segment.info)
+        if segment.success is not None:
+            info["success"] = segment.success
         self.episodes += 1
         self.on_episode(data, info)
 
@@ -269,8 +338,13 @@ def record(
             should_stop=lambda: episodes is not None and assembler.ended >= episodes,
             duration=duration,
         )
+        if episodes is not None and assembler.ended >= episodes:
+            # the last commands may still be on their way (they come from another publisher than
+            # the episode events): take them before committing the final episode
+            ros.spin(node, None, duration=0.5)
     finally:
-        assembler.finish()  # the ending episode, or whatever was recorded since the last boundary
+        # the ending episode, or whatever was recorded since the last boundary
+        assembler.finish(max_episodes=episodes)
         if node is not None:
             node.destroy_node()
         ros.shutdown()

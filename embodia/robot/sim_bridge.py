@@ -386,9 +386,12 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
 
     def _ready(self, now: float) -> bool:
         """Whether a controller (and enough subscribers, see ``wait_for_subscribers``) is connected."""
-        publishers = self.count_publishers(self.resolve_topic_name("cmd"))
+        cmd = self.resolve_topic_name("cmd")
+        publishers = self.count_publishers(cmd)
         watched = [p for key, (p, _) in self._obs_publishers.items() if key != "camera"]
         counts = [p.get_subscription_count() for p in [*watched, self._episode_publisher]]
+        # cmd is subscribed by this bridge and by every recorder: hold until they are all connected
+        counts.append(self.count_subscribers(cmd))
         if publishers >= 1 and min(counts) >= self.config.wait_for_subscribers:
             return True
         if now - self._last_wait_log >= 5.0:

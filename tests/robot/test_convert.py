@@ -107,3 +107,21 @@ def test_built_messages_survive_real_serialization():
     msg = convert.make_joint_state(np.array([0.5, -0.25]), ["a", "b"], stamp_ns=3)
     back = deserialize_message(serialize_message(msg), JointState)
     np.testing.assert_array_equal(convert.joint_state_to_array(back, ["a", "b"]), [0.5, -0.25])
+
+
+def test_assembler_pairs_stamped_commands_with_the_observation_they_answer():
+    from embodia.robot.record import EpisodeAssembler
+
+    episodes = []
+    assembler = EpisodeAssembler(["state", "action"], "action", lambda data, info: episodes.append(data))
+    # observations 1..3 arrive before the command answering observation 2 (a slow policy under load)
+    for stamp in (1, 2, 3):
+        assembler.value("state", np.array([float(stamp)]), stamp)
+    assembler.value("action", np.array([20.0]), 2)
+    assembler.value("action", np.array([30.0]), 3)
+    assembler.value("state", np.array([4.0]), 4)
+    assembler.value("action", np.array([99.0]), None)  # unstamped: the newest observation
+    assembler.finish()
+    (data,) = episodes
+    np.testing.assert_array_equal(data["state"][:, 0], [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(data["action"][:, 0], [20.0, 30.0, 99.0])

@@ -73,7 +73,7 @@ def test_policy_node_drives_the_simulator_like_a_direct_rollout(tmp_path):
             exec: sim_node
             name: sim
             args: "embodia/PointMaze-Medium-v0 --episodes {SEEDS + 1} --max-steps {MAX_STEPS}
-                   --wait-for-subscribers 2 --results {tmp_path}/results.json"
+                   --command-type TwistStamped --wait-for-subscribers 2 --results {tmp_path}/results.json"
         - node:
             pkg: embodia_ros
             exec: policy_node
@@ -90,9 +90,8 @@ def test_policy_node_drives_the_simulator_like_a_direct_rollout(tmp_path):
             on_exit: shutdown
     """)
     )
-    node_config = policy_config_for(
-        "embodia/PointMaze-Medium-v0"
-    )  # the bridge's topics, Float64MultiArray cmd
+    # the bridge's topics; stamped commands carry the stamp of the observation they answer
+    node_config = policy_config_for("embodia/PointMaze-Medium-v0", command_type="TwistStamped")
     (tmp_path / "node.yaml").write_text(yaml.safe_dump(node_config.to_dict()))
     result = run_isolated(
         [sys.executable, "-m", "embodia.cli", "robot", "launch", str(launch_file), "--timeout", "60"],
@@ -120,12 +119,19 @@ def test_policy_node_drives_the_simulator_like_a_direct_rollout(tmp_path):
     assert [e["length"] for e in through_ros] == [e.length for e in direct.episodes]
     assert 0 < sum(ros_success) < SEEDS  # a comparison that can tell success from failure
 
-    # the recorder split the same episodes (row-level alignment of live topics: see docs/robot.md)
+    # the recorder split the same episodes, row for row: (observation, the command that answered it)
     recorded = embodia.TrajectoryStore(tmp_path / "ros.zarr")
+    reference = embodia.TrajectoryStore(tmp_path / "direct.zarr")
     assert recorded.num_episodes == SEEDS
     for i in range(SEEDS):
         meta = recorded.episode_meta(i)
         assert (meta.env_id, meta.seed, meta.success) == ("embodia/PointMaze-Medium-v0", i, ros_success[i])
+        ours, theirs = recorded.episode(i), reference.episode(i)
+        # JointState rows are recorded as [position, velocity, effort]; the env's vector is the position
+        np.testing.assert_allclose(ours["state"][:, :2], theirs["state"], atol=1e-6)
+        np.testing.assert_allclose(ours["goal"][:, :2], theirs["goal"], atol=1e-6)
+        # TwistStamped rows are [linear xyz, angular xyz]; the bridge maps the action to linear.x, linear.y
+        np.testing.assert_allclose(ours["action"][:, :2], theirs["action"], atol=1e-6)
 
 
 def test_policy_node_faults_never_reach_the_command_topic(tmp_path):
