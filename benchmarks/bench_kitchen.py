@@ -1,0 +1,151 @@
+"""Kitchen env speed: steps/s without cameras (baseline) vs with camera observations, in one process.
+
+    python -m benchmarks.bench_kitchen [--quick]
+
+Every variant is the same task, kitchen (seed) and start state, stepped with the same actions:
+
+- ``state``: state observations only (the baseline: robosuite's OSC controller + MuJoCo physics);
+- ``cameras``: plus ``agentview_rgb`` and ``eye_in_hand_rgb`` at 128x128 (the robot drawn with its
+  collision meshes, the default);
+- ``cameras, detailed robot``: the same with the robot's detailed visual meshes (``detailed_robot=True``);
+- ``cameras, shadows``: the default cameras with a 1024 shadow map (shadows are off by default).
+
+For scale, robosuite's own ``Lift`` task (same Panda, mount and OSC controller, a table and a cube,
+robosuite's observables) is stepped with the same actions in the same interleaved loop.
+
+Runs are interleaved (``benchmarks._common.interleaved``) and ratios are medians of paired runs. Also
+reports a reset (a new kitchen: layout, model build, robosuite hard reset) in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import embodia
+from benchmarks._common import interleaved, markdown_table, save
+
+TASK = "embodia/Kitchen-OpenDrawer-v0"
+CAMERAS = ("agentview", "eye_in_hand")
+
+
+def stepper(env, start: np.ndarray, actions: np.ndarray):
+    def run() -> float:
+        env.unwrapped.set_state(start)
+        for action in actions:
+            env.step(action)
+        return len(actions)
+
+    return run
+
+
+def robosuite_lift(actions: np.ndarray):
+    """Stepper for robosuite's stock Lift task (no cameras), reset to the same state every run."""
+    from embodia.envs.kitchen import _robosuite  # noqa: F401  (quiet import)
+    from embodia.envs.kitchen.scene import preserved_global_numpy_rng
+
+    with preserved_global_numpy_rng():
+        lift = _robosuite.robosuite.make(
+            "Lift",
+            robots="Panda",
+            has_renderer=False,
+            has_offscreen_renderer=False,
+            use_camera_obs=False,
+            ignore_done=True,
+            hard_reset=False,
+        )
+        lift.reset()
+    start = lift.sim.get_state().flatten()
+
+    def run() -> float:
+        lift.sim.set_state_from_flattened(start)
+        lift.sim.forward()
+        for action in actions:
+            lift.step(action.astype(np.float64))
+        return len(actions)
+
+    return run
+
+
+def reset_ms(env, seeds: int) -> float:
+    times = []
+    for seed in range(seeds):
+        started = time.perf_counter()
+        env.reset(seed=seed)
+        times.append(time.perf_counter() - started)
+    return 1000 * statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--size", type=int, default=128, help="camera image width and height")
+    args = parser.parse_args()
+    steps, repeats = (10, 2) if args.quick else (60, 7)
+    variants = {
+        "state": {},
+        "cameras": {"cameras": CAMERAS, "camera_width": args.size, "camera_height": args.size},
+        "cameras, detailed robot": {
+            "cameras": CAMERAS,
+            "camera_width": args.size,
+            "camera_height": args.size,
+            "detailed_robot": True,
+        },
+        "cameras, shadows": {
+            "cameras": CAMERAS,
+            "camera_width": args.size,
+            "camera_height": args.size,
+            "shadow_size": 1024,
+        },
+    }
+    envs = {name: embodia.make(TASK, **kwargs) for name, kwargs in variants.items()}
+    # a gentle, state-independent action sequence (the drawer scene at rest would be too cheap to step)
+    actions = np.random.default_rng(0).uniform(-0.3, 0.3, size=(steps, 7)).astype(np.float32)
+    start = None
+    for env in envs.values():
+        env.reset(seed=0)
+        start = env.unwrapped.get_state() if start is None else start
+    runs = {name: stepper(env, start, actions) for name, env in envs.items()}
+    runs["robosuite Lift"] = robosuite_lift(actions)
+    rates = interleaved(runs, repeats)
+    resets = reset_ms(envs["state"], 2 if args.quick else 5)
+    for env in envs.values():
+        env.close()
+
+    rows = [["state observations (baseline)", f"{rates['state']:.1f}", "1.000"]]
+    for name in list(variants)[1:]:
+        rows.append(
+            [
+                f"+ 2 cameras {args.size}x{args.size}" + name.removeprefix("cameras"),
+                f"{rates[name]:.1f}",
+                f"{rates[f'{name}/state']:.3f}",
+            ]
+        )
+    rows.append(
+        [
+            "robosuite's stock Lift task (same robot and controller)",
+            f"{rates['robosuite Lift']:.1f}",
+            f"{rates['robosuite Lift/state']:.3f}",
+        ]
+    )
+    print(f"{TASK}, {steps} steps x {repeats} interleaved repeats; reset (new kitchen) {resets:.0f} ms\n")
+    print(markdown_table(["observations", "steps/s", "ratio to state-only"], rows))
+    if not args.quick:
+        save(
+            "kitchen",
+            {
+                "task": TASK,
+                "size": args.size,
+                "steps": steps,
+                "repeats": repeats,
+                "rates": rates,
+                "reset_ms": resets,
+            },
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""RoboCasa-style kitchen environments on robosuite (MuJoCo), registered as ``embodia/Kitchen-<Task>-v0``.
+
+RoboCasa and its assets cannot be installed here, so embodia builds its own kitchens: counters, a sink
+with a single-lever faucet, a drawer unit, a wall cabinet with a hinged door and a microwave with a
+start button, written as MJCF templates in ``embodia/sim_assets/kitchen`` and assembled with robosuite's
+model API around a robosuite robot (Panda by default) driven by robosuite's OSC pose controller.
+
+- :mod:`~embodia.envs.kitchen.layout`: what a seed randomises (module order and sizes, colours, object,
+  robot position);
+- :mod:`~embodia.envs.kitchen.fixtures`: the MJCF templates filled from a layout;
+- :mod:`~embodia.envs.kitchen.scene`: the robosuite environment built from a layout;
+- :mod:`~embodia.envs.kitchen.task`: the task interface; :mod:`~embodia.envs.kitchen.sink_tasks`,
+  :mod:`~embodia.envs.kitchen.cabinet_tasks`, :mod:`~embodia.envs.kitchen.microwave_tasks`: the atomic
+  tasks (each registered next to its class);
+- :mod:`~embodia.envs.kitchen.env`: the gymnasium environment (embodia's contract);
+- :mod:`~embodia.envs.kitchen.expert`: scripted experts made of motion primitives.
+"""
+
+from __future__ import annotations
+
+# _robosuite first (robosuite imported quietly); importing the task modules registers the kitchen ids
+from embodia.envs.kitchen import _robosuite, cabinet_tasks, microwave_tasks, sink_tasks  # noqa: F401
+from embodia.envs.kitchen.env import KitchenEnv, decode_instruction, encode_instruction
+from embodia.envs.kitchen.task import TASKS
+
+__all__ = ["TASKS", "KitchenEnv", "decode_instruction", "encode_instruction"]

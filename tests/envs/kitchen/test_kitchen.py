@@ -1,0 +1,290 @@
+"""Kitchen environments: contract, success checks, experts, exact state and replay, cameras, CLI demos."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import embodia
+from embodia.data.replay import replay
+from embodia.data.store import TrajectoryStore
+from embodia.envs import env_ids
+from embodia.envs.kitchen import TASKS, decode_instruction
+from embodia.errors import ActionError, EmbodiaError
+
+KITCHEN_IDS = [i for i in env_ids() if i.startswith("embodia/Kitchen-")]
+ZERO = np.zeros(7, dtype=np.float32)
+
+
+def test_registry_lists_the_kitchen_tasks():
+    assert len(KITCHEN_IDS) >= 5
+    for task in (
+        "PickPlaceCounterToSink",
+        "OpenDrawer",
+        "CloseCabinetDoor",
+        "TurnOnFaucet",
+        "PressMicrowaveButton",
+    ):
+        assert f"embodia/Kitchen-{task}-v0" in KITCHEN_IDS
+
+
+@pytest.mark.parametrize("env_id", KITCHEN_IDS)
+def test_contract(env_id):
+    env = embodia.make(env_id, render_mode="rgb_array", width=64, height=48)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warnings.filterwarnings("ignore", message=".*infinity.*")  # proprioception is unbounded
+            check_env(env.unwrapped, skip_render_check=False)
+        obs, info = env.reset(seed=3)
+        assert env.observation_space.contains(obs)
+        assert set(obs) == {"state", "proprio", "instruction"}
+        assert decode_instruction(obs["instruction"]) == info["instruction"] != ""
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert isinstance(info["success"], bool) and reward == float(info["success"])
+        assert env.render().shape == (48, 64, 3)
+        state = env.unwrapped.get_state()
+        assert state.dtype == np.float64 and state.ndim == 1
+        env.unwrapped.set_state(state)
+        np.testing.assert_array_equal(env.unwrapped.get_state(), state)
+    finally:
+        env.close()
+
+
+def _set_success_state(task: str, env, succeed: bool) -> None:
+    """Write a simulator state where ``task`` holds (``succeed``) or does not."""
+    scene, layout = env.unwrapped.scene, env.unwrapped.layout
+    if task == "PickPlaceCounterToSink":
+        basin = scene.site("sink_basin")
+        if succeed:
+            half = -scene.object.bottom_offset[2]
+            pos = np.array([basin[0], basin[1], basin[2] - layout.basin_depth + half + 0.003])
+        else:  # on the countertop right next to the basin
+            pos = np.array([basin[0], basin[1] + layout.basin_width / 2 + 0.06, basin[2] + 0.1])
+        scene.set_object_pose(pos, np.array([1.0, 0.0, 0.0, 0.0]))
+    elif task in ("OpenDrawer", "CloseDrawer"):
+        open_ = succeed == (task == "OpenDrawer")
+        scene.set_joint("drawer_slide", 0.8 * layout.drawer_travel if open_ else 0.0)
+    elif task == "CloseCabinetDoor":
+        scene.set_joint("cabinet_hinge", 0.0 if succeed else 1.0)
+    elif task in ("TurnOnFaucet", "TurnOffFaucet"):
+        on = succeed == (task == "TurnOnFaucet")
+        scene.set_joint("sink_lever", 0.7 if on else 0.0)
+    elif task == "PressMicrowaveButton":  # the latch "the microwave is on" is the last state entry
+        state = env.unwrapped.get_state()
+        state[-1] = float(succeed)
+        env.unwrapped.set_state(state)
+    else:
+        raise AssertionError(f"no success state for {task}")
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_success_check_holds_and_fails(task):
+    env = embodia.make(f"embodia/Kitchen-{task}-v0")
+    try:
+        env.reset(seed=1)
+        start = env.unwrapped.get_state()
+        results = {}
+        for succeed in (True, False):
+            env.unwrapped.set_state(start)
+            _set_success_state(task, env, succeed)
+            *_, info = env.step(ZERO)
+            results[succeed] = info["success"]
+        assert results == {True: True, False: False}
+    finally:
+        env.close()
+
+
+def test_microwave_stays_on_after_the_button_springs_back():
+    env = embodia.make("embodia/Kitchen-PressMicrowaveButton-v0", terminate_on_success=False)
+    obs, _ = env.reset(seed=0)
+    expert = env.unwrapped.make_expert()
+    expert.reset(0)
+    before = env.unwrapped.get_state()
+    for _ in range(150):
+        obs, _, _, _, info = env.step(expert.act(obs))
+        if info["success"]:
+            break
+    assert info["success"] and env.unwrapped.scene.joint("microwave_button") >= 0.006
+    for _ in range(40):  # the expert lets go; the spring pushes the button out; the microwave stays on
+        obs, _, _, _, info = env.step(expert.act(obs))
+    assert env.unwrapped.scene.joint("microwave_button") < 0.003 and info["success"]
+    pressed = env.unwrapped.get_state()
+    env.unwrapped.set_state(before)  # the latch is part of the saved state
+    *_, info = env.step(ZERO)
+    assert not info["success"]
+    env.unwrapped.set_state(pressed)
+    *_, info = env.step(ZERO)
+    assert info["success"]
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("task", "seed"),
+    [
+        ("PickPlaceCounterToSink", 100),
+        ("OpenDrawer", 100),
+        ("CloseDrawer", 100),
+        ("CloseCabinetDoor", 100),
+        ("TurnOnFaucet", 100),
+        ("TurnOffFaucet", 100),
+        ("PressMicrowaveButton", 100),
+        ("OpenDrawer", 101),
+        ("PickPlaceCounterToSink", 101),
+    ],
+)
+def test_expert_succeeds(task, seed):
+    result = embodia.rollout(f"embodia/Kitchen-{task}-v0", "expert", episodes=1, seed=seed)
+    assert result.success_rate == 1.0, f"{task} seed {seed}: expert failed"
+    assert result.episodes[0].terminated  # episodes end on success
+
+
+def test_seeds_give_different_kitchens_and_leave_the_global_rng_alone():
+    np.random.seed(7)
+    before = np.random.get_state()[1].copy()
+    env = embodia.make("embodia/Kitchen-OpenDrawer-v0")
+    layouts, observations = [], []
+    for seed in (5, 5, 6):
+        obs, _ = env.reset(seed=seed)
+        layouts.append(env.unwrapped.layout.to_vector())
+        for _ in range(3):
+            obs, *_ = env.step(np.full(7, 0.3, dtype=np.float32))
+        observations.append(obs["state"])
+    env.close()
+    assert np.array_equal(np.random.get_state()[1], before), "the env touched NumPy's global generator"
+    np.testing.assert_array_equal(layouts[0], layouts[1])
+    np.testing.assert_array_equal(observations[0], observations[1])
+    assert not np.array_equal(layouts[0], layouts[2])
+
+
+def _run(env, actions):
+    states = []
+    for action in actions:
+        env.step(action)
+        states.append(env.unwrapped.get_state())
+    return np.array(states)
+
+
+def test_set_state_reproduces_the_future_and_rebuilds_another_kitchen():
+    env = embodia.make("embodia/Kitchen-CloseCabinetDoor-v0")
+    actions = np.random.default_rng(0).uniform(-1, 1, size=(30, 7)).astype(np.float32)
+    env.reset(seed=11)
+    _run(env, actions[:10])
+    saved = env.unwrapped.get_state()
+    future = _run(env, actions[10:])
+    env.reset(seed=12)  # another kitchen: set_state must rebuild the saved one
+    assert not np.array_equal(
+        env.unwrapped.layout.to_vector(), saved[: len(env.unwrapped.layout.to_vector())]
+    )
+    env.unwrapped.set_state(saved)
+    np.testing.assert_array_equal(env.unwrapped.get_state(), saved)
+    np.testing.assert_array_equal(_run(env, actions[10:]), future)
+    with pytest.raises(ValueError, match="another environment or robot"):
+        env.unwrapped.set_state(np.concatenate([saved, [0.0]]))
+    env.close()
+
+
+def test_recorded_expert_episode_replays_exactly(tmp_path):
+    store_path = tmp_path / "faucet.zarr"
+    result = embodia.rollout(
+        "embodia/Kitchen-TurnOnFaucet-v0",
+        "expert",
+        episodes=1,
+        seed=3,
+        record=store_path,
+        record_sim_state=True,
+    )
+    assert result.success_rate == 1.0
+    store = TrajectoryStore(store_path)
+    assert {"state", "proprio", "instruction", "action", "sim_state"} <= set(store.keys)
+    episode = store.episode(0)
+    assert decode_instruction(episode["instruction"][0]) == "turn on the sink faucet"
+    (replayed,) = replay(store, verify=True, tolerance=1e-9)
+    assert replayed.success and replayed.max_deviation <= 1e-9
+
+
+def test_camera_observations_have_the_requested_shapes():
+    env = embodia.make(
+        "embodia/Kitchen-PressMicrowaveButton-v0",
+        cameras=("agentview", "eye_in_hand"),
+        camera_width=64,
+        camera_height=48,
+    )
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    for key in ("agentview_rgb", "eye_in_hand_rgb"):
+        assert obs[key].shape == (48, 64, 3) and obs[key].dtype == np.uint8
+        assert obs[key].std() > 5  # an image, not a blank buffer
+    first = obs["eye_in_hand_rgb"]
+    for _ in range(5):
+        obs, *_ = env.step(np.array([0.5, 0, -0.5, 0, 0, 0, 1], dtype=np.float32))
+    assert not np.array_equal(obs["eye_in_hand_rgb"], first)  # the wrist camera moved with the hand
+    env.close()
+
+
+def test_bad_input_raises_clear_errors():
+    env = embodia.make("embodia/Kitchen-OpenDrawer-v0")
+    env.reset(seed=0)
+    with pytest.raises(ActionError, match=r"shape \(6,\).*expects \(7,\)"):
+        env.step(np.zeros(6))
+    with pytest.raises(ActionError, match="NaN"):
+        env.step(np.array([0, 0, np.nan, 0, 0, 0, 0]))
+    env.close()
+    with pytest.raises(EmbodiaError, match="unknown camera"):
+        embodia.make("embodia/Kitchen-OpenDrawer-v0", cameras=("frontview",))
+    with pytest.raises(EmbodiaError, match="single-arm robosuite robots: Panda"):
+        embodia.make("embodia/Kitchen-OpenDrawer-v0", robot="Baxter")
+
+
+def test_other_robosuite_arms_are_selectable():
+    env = embodia.make("embodia/Kitchen-TurnOnFaucet-v0", robot="UR5e")
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert "robot0_base" in {env.unwrapped.scene.sim.model.body_id2name(i) for i in range(4)}
+    obs, *_ = env.step(env.action_space.sample())
+    assert np.isfinite(obs["state"]).all()
+    env.close()
+
+
+def test_cli_records_a_clean_demonstration_store(cli, tmp_path):
+    store_path = tmp_path / "demos.zarr"
+    run = cli(
+        "run",
+        "embodia/Kitchen-OpenDrawer-v0",
+        "--policy",
+        "expert",
+        "--episodes",
+        "1",
+        "--seed",
+        "4",
+        "--record",
+        str(store_path),
+        "--quiet",
+    )
+    assert run.returncode == 0, run.stderr
+    store = TrajectoryStore(store_path)
+    assert store.num_episodes == 1 and bool(store.episode_meta(0).success)
+    episode = store.episode(0)
+    assert episode["state"].dtype == np.float32 and episode["state"].shape[1] == 33
+    assert episode["success"][-1] and not episode["success"][:-1].any()  # the episode ends at success
+    check = cli("replay", str(store_path), "--verify")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_render_script_writes_the_figures(tmp_path):
+    path = Path(__file__).resolve().parents[3] / "scripts" / "render_kitchen.py"
+    spec = importlib.util.spec_from_file_location("render_kitchen", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--quick", "--tasks", "TurnOnFaucet", "--out", str(tmp_path)]) == 0
+    frames = imageio.mimread(tmp_path / "TurnOnFaucet.gif")
+    assert len(frames) > 5 and frames[0].shape[:2] == (120, 160)
+    assert not np.array_equal(frames[0], frames[-1])  # the arm moved
+    assert imageio.imread(tmp_path / "TurnOnFaucet.png").shape == (120, 160, 3)
+    assert imageio.imread(tmp_path / "layouts.png").shape == (120, 320, 3)  # two kitchens side by side
