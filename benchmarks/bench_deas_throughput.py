@@ -45,7 +45,10 @@ def main() -> None:
         "deas (H=8, distributional)": DEAS(DEASConfig(horizon=8), normalizer, 5, (-1.0, 0.0)),
         "deas (H=4, scalar)": DEAS(DEASConfig(horizon=4, distributional=False), normalizer, 5, (-1.0, 0.0)),
     }
-    samplers = {name: WindowSampler(arrays, learner.window, episode_ends=ends, seed=0) for name, learner in learners.items()}
+    samplers = {
+        name: WindowSampler(arrays, learner.window, episode_ends=ends, seed=0)
+        for name, learner in learners.items()
+    }
 
     def runner(name: str):
         def run() -> float:
@@ -57,7 +60,10 @@ def main() -> None:
 
     rates = interleaved({name: runner(name) for name in learners}, repeats)
     base = next(iter(learners))
-    rows = [[name, f"{rates[name]:.1f}", "1.00" if name == base else f"{rates[f'{name}/{base}']:.2f}"] for name in learners]
+    rows = [
+        [name, f"{rates[name]:.1f}", "1.00" if name == base else f"{rates[f'{name}/{base}']:.2f}"]
+        for name in learners
+    ]
     print(markdown_table([f"learner (batch {batch}, 3x256 MLPs)", "grad steps/s", "ratio to IQL"], rows))
     if not args.quick:
         save("deas_throughput", {"rates": rates, "batch": batch})

@@ -28,7 +28,9 @@ def measure(embodia_id: str, steps: int, repeats: int) -> dict:
     unwrapped = ours.unwrapped
     raw = TimeLimit(OrderEnforcing(PassiveEnvChecker(unwrapped.raw)), max_episode_steps=10**9)
     start_state = unwrapped.get_state()
-    actions = np.random.default_rng(0).uniform(-1, 1, size=(steps, *ours.action_space.shape)).astype(np.float32)
+    actions = (
+        np.random.default_rng(0).uniform(-1, 1, size=(steps, *ours.action_space.shape)).astype(np.float32)
+    )
 
     def stepper(env: gymnasium.Env):
         def run() -> float:
@@ -42,17 +44,29 @@ def measure(embodia_id: str, steps: int, repeats: int) -> dict:
     raw.reset(seed=0)  # OrderEnforcing wants a reset before the first step
     rates = interleaved({"ogbench": stepper(raw), "embodia": stepper(ours)}, repeats)
     ours.close()
-    return {"embodia_id": embodia_id, "ogbench_id": unwrapped.raw_id, **rates, "ratio": rates["embodia/ogbench"]}
+    return {
+        "embodia_id": embodia_id,
+        "ogbench_id": unwrapped.raw_id,
+        **rates,
+        "ratio": rates["embodia/ogbench"],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    cases = [("embodia/PointMaze-Medium-v0", 4000), ("embodia/CubeSingle-v0", 600), ("embodia/Puzzle3x3-v0", 400)]
+    cases = [
+        ("embodia/PointMaze-Medium-v0", 4000),
+        ("embodia/CubeSingle-v0", 600),
+        ("embodia/Puzzle3x3-v0", 400),
+    ]
     repeats = 2 if args.quick else 11
     results = [measure(env_id, steps // (4 if args.quick else 1), repeats) for env_id, steps in cases]
-    rows = [[r["embodia_id"], r["ogbench_id"], f"{r['ogbench']:.0f}", f"{r['embodia']:.0f}", f"{r['ratio']:.3f}"] for r in results]
+    rows = [
+        [r["embodia_id"], r["ogbench_id"], f"{r['ogbench']:.0f}", f"{r['embodia']:.0f}", f"{r['ratio']:.3f}"]
+        for r in results
+    ]
     print(markdown_table(["env", "ogbench id", "ogbench steps/s", "embodia steps/s", "ratio"], rows))
     if not args.quick:
         save("env_overhead", {"results": results})

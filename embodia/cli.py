@@ -35,13 +35,7 @@ def _add_module_commands(sub: argparse._SubParsersAction) -> None:
     import importlib
 
     for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name and (name == error.name or name.startswith(error.name + ".")):
-                continue  # that part of embodia is not built yet
-            raise
-        module.add_commands(sub)
+        importlib.import_module(name).add_commands(sub)
 
 
 def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:

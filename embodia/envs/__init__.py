@@ -57,12 +57,7 @@ def _load_all() -> None:
     global _loaded
     if not _loaded:
         for module in _ENV_MODULES:
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as error:
-                # a missing dependency is an error; a missing module is a family not built yet
-                if not error.name or not (module == error.name or module.startswith(error.name + ".")):
-                    raise
+            importlib.import_module(module)
         _loaded = True
 
 

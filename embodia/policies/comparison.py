@@ -93,6 +93,14 @@ def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str
             per_seed, speeds, curves = [], [], []
             for seed in config.seeds:
                 run = out / "runs" / f"{case.family}-{method}-seed{seed}"
+                finished = _finished_run(run, config)
+                if finished is not None:
+                    successes += round(finished["success"] * finished["eval_episodes"])
+                    trials += finished["eval_episodes"]
+                    per_seed.append(finished["success"])
+                    speeds.append(finished["steps_per_second"])
+                    curves.append(_loss_drop(run / "metrics.jsonl"))
+                    continue
                 started = time.perf_counter()
                 result = train(
                     TrainConfig(
@@ -125,6 +133,10 @@ def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str
                     "seed": seed,
                     "success": scores.success_rate,
                     "train_seconds": train_seconds,
+                    "steps": config.steps,
+                    "batch_size": config.batch_size,
+                    "eval_episodes": scores.episodes,
+                    "steps_per_second": result["steps_per_second"],
                 }
                 (run / "eval.json").write_text(json.dumps(rows_seed))
             low, high = wilson_interval(successes, trials)
@@ -146,6 +158,23 @@ def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str
     (out / "results.md").write_text(markdown(rows, config))
     plot(rows, out / "results.png")
     return summary
+
+
+def _finished_run(run: Path, config: ComparisonConfig) -> dict[str, Any] | None:
+    """The saved result of a run that already finished with this budget (reruns resume), else None."""
+    try:
+        saved = json.loads((run / "eval.json").read_text())
+        trained = json.loads((run / "train_config.json").read_text())
+        last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+    if (trained["steps"], trained["batch_size"]) != (config.steps, config.batch_size):
+        return None
+    saved.setdefault("eval_episodes", config.eval_episodes)
+    if saved["eval_episodes"] != config.eval_episodes or last.get("step") != config.steps:
+        return None
+    saved.setdefault("steps_per_second", config.steps / last["time"])
+    return saved
 
 
 def _loss_drop(metrics_path: Path) -> dict[str, float]:

@@ -21,7 +21,9 @@ def test_play_ids():
 
 def test_generated_cube_data_is_labelled_replayable_and_matches_ogbench_relabelling(tmp_path):
     path = tmp_path / "cube.zarr"
-    result = generate_dataset("embodia/CubeSingle-v0", 2, path, noise=0.1, max_steps=250, task_id=2, record_sim_state=True)
+    result = generate_dataset(
+        "embodia/CubeSingle-v0", 2, path, noise=0.1, max_steps=250, task_id=2, record_sim_state=True
+    )
     assert result.steps_per_second > 0
     store = TrajectoryStore(path)
     data = store.load()
@@ -38,7 +40,13 @@ def test_generated_cube_data_is_labelled_replayable_and_matches_ogbench_relabell
     terminals = np.zeros(store.num_steps, dtype=bool)
     terminals[store.episode_ends - 1] = True
     npz = tmp_path / "cube-single-play-v0.npz"
-    np.savez(npz, observations=data["state"], actions=data["action"], terminals=terminals, qpos=data["sim_state"][:, 1 : 1 + nq])
+    np.savez(
+        npz,
+        observations=data["state"],
+        actions=data["action"],
+        terminals=terminals,
+        qpos=data["sim_state"][:, 1 : 1 + nq],
+    )
     imported = tmp_path / "imported.zarr"
     assert import_ogbench_npz(npz, imported, env_id="embodia/CubeSingle-Play-v0", task_id=2) == 2
     again = TrajectoryStore(imported).load()
@@ -68,9 +76,28 @@ def test_import_errors(tmp_path):
 
 def test_cli_generate_import_and_bench(cli, tmp_path):
     out = tmp_path / "g.zarr"
-    result = cli("data", "generate", "embodia/PointMaze-Medium-v0", "--episodes", "2", "--max-steps", "100", "--out", str(out), check=True)
+    result = cli(
+        "data",
+        "generate",
+        "embodia/PointMaze-Medium-v0",
+        "--episodes",
+        "2",
+        "--max-steps",
+        "100",
+        "--out",
+        str(out),
+        check=True,
+    )
     assert "2 episodes, 200 steps" in result.stdout
     info = json.loads(cli("info", str(out), "--json", check=True).stdout)
     assert info["env_ids"] == ["embodia/PointMaze-Medium-Play-v0"]
-    bad = cli("data", "import", str(tmp_path / "missing.npz"), "--out", str(tmp_path / "x.zarr"), "--env", "embodia/CubeSingle-v0")
+    bad = cli(
+        "data",
+        "import",
+        str(tmp_path / "missing.npz"),
+        "--out",
+        str(tmp_path / "x.zarr"),
+        "--env",
+        "embodia/CubeSingle-v0",
+    )
     assert bad.returncode == 2 and "no dataset file" in bad.stderr

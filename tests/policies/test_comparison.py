@@ -21,9 +21,22 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
         for drop in row["loss_drop"]:
             assert np.isfinite(drop["first"]) and np.isfinite(drop["last"])
             assert drop["last"] < drop["first"], drop  # learning happens even at this size
-    assert (out / "results.png").stat().st_size > 1000 and (out / "results.md").read_text().startswith("Data:")
+    assert (out / "results.png").stat().st_size > 1000 and (out / "results.md").read_text().startswith(
+        "Data:"
+    )
 
     # evaluate one of the trained runs through the CLI
     run = out / "runs" / "CubeSingle-deas-seed0"
-    report = json.loads(cli("eval", str(run), "--env", "embodia/CubeSingle-SingleTask-v0", "--episodes", "2", "--json", check=True).stdout)
+    report = json.loads(
+        cli(
+            "eval",
+            str(run),
+            "--env",
+            "embodia/CubeSingle-SingleTask-v0",
+            "--episodes",
+            "2",
+            "--json",
+            check=True,
+        ).stdout
+    )
     assert report["episodes"] == 2 and 0.0 <= report["interval"][0] <= report["interval"][1] <= 1.0

@@ -60,8 +60,15 @@ def mc_values(length: int, horizon: int, gamma1: float, gamma2: float) -> np.nda
 def test_deas_values_approach_monte_carlo_returns(distributional):
     arrays, ends, length = chain_dataset()
     config = DEASConfig(
-        horizon=4, gamma1=0.9, gamma2=0.95, expectile=0.5, distributional=distributional, bins=51,
-        hidden=(64, 64), lr=3e-3, polyak=0.02,
+        horizon=4,
+        gamma1=0.9,
+        gamma2=0.95,
+        expectile=0.5,
+        distributional=distributional,
+        bins=51,
+        hidden=(64, 64),
+        lr=3e-3,
+        polyak=0.02,
     )
     sampler = WindowSampler(arrays, horizon=4, episode_ends=ends, seed=0)
     normalizer = ObsNormalizer.fit(["state"], arrays)

@@ -26,7 +26,9 @@ def demos(tmp_path_factory):
     """30 noisy expert episodes of point-maze task 1 (a few seconds)."""
     path = tmp_path_factory.mktemp("demos") / "pm.zarr"
     env = embodia.make(ENV, task_id=1)
-    result = rollout(env, env.unwrapped.make_expert(noise=0.3), episodes=30, seed=0, record=path, env_kwargs={"task_id": 1})
+    result = rollout(
+        env, env.unwrapped.make_expert(noise=0.3), episodes=30, seed=0, record=path, env_kwargs={"task_id": 1}
+    )
     env.close()
     assert result.success_rate == 1.0
     return path
@@ -36,8 +38,16 @@ def demos(tmp_path_factory):
 def test_learned_policy_beats_random(demos, tmp_path, method, steps, options):
     run = tmp_path / method
     result = train(
-        TrainConfig(method=method, dataset=str(demos), out=str(run), steps=steps, batch_size=128, eval_every=0,
-                    eval_episodes=0, method_config={**options, "hidden": [128, 128]})
+        TrainConfig(
+            method=method,
+            dataset=str(demos),
+            out=str(run),
+            steps=steps,
+            batch_size=128,
+            eval_every=0,
+            eval_episodes=0,
+            method_config={**options, "hidden": [128, 128]},
+        )
     )
     assert result["step"] == steps and not result["interrupted"]
     learned = evaluate_policy(run, ENV, episodes=8, seeds=[7], env_kwargs={"task_id": 1})
@@ -52,9 +62,19 @@ def test_learned_policy_beats_random(demos, tmp_path, method, steps, options):
 def test_run_directory_and_chunked_policy(demos, tmp_path):
     run = tmp_path / "deas"
     result = train(
-        TrainConfig(method="deas", dataset=str(demos), out=str(run), env_id=ENV, env_kwargs={"task_id": 1}, steps=40,
-                    batch_size=32, eval_every=20, eval_episodes=1, log_every=10,
-                    method_config={"horizon": 4, "hidden": [32, 32]})
+        TrainConfig(
+            method="deas",
+            dataset=str(demos),
+            out=str(run),
+            env_id=ENV,
+            env_kwargs={"task_id": 1},
+            steps=40,
+            batch_size=32,
+            eval_every=20,
+            eval_episodes=1,
+            log_every=10,
+            method_config={"horizon": 4, "hidden": [32, 32]},
+        )
     )
     assert 0.0 <= result["eval"]["success_rate"] <= 1.0
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -72,8 +92,12 @@ def test_run_directory_and_chunked_policy(demos, tmp_path):
     from embodia.data.video import read_video
 
     report = evaluate_policy(
-        run, episodes=1, seeds=[0], env_kwargs={"task_id": 1, "width": 64, "height": 64},
-        record=tmp_path / "eval.zarr", video=tmp_path / "eval.mp4",
+        run,
+        episodes=1,
+        seeds=[0],
+        env_kwargs={"task_id": 1, "width": 64, "height": 64},
+        record=tmp_path / "eval.zarr",
+        video=tmp_path / "eval.mp4",
     )
     recorded = TrajectoryStore(tmp_path / "eval.zarr")
     assert report.env_id == ENV and recorded.num_episodes == 1
@@ -83,12 +107,30 @@ def test_run_directory_and_chunked_policy(demos, tmp_path):
 def test_ctrl_c_keeps_the_last_checkpoint(demos, tmp_path):
     run = tmp_path / "interrupted"
     process = subprocess.Popen(
-        [sys.executable, "-m", "embodia.cli", "train", "iql", "--dataset", str(demos), "--steps", "1000000",
-         "--out", str(run), "--config", '{"hidden": [32, 32]}'],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "embodia.cli",
+            "train",
+            "iql",
+            "--dataset",
+            str(demos),
+            "--steps",
+            "1000000",
+            "--out",
+            str(run),
+            "--config",
+            '{"hidden": [32, 32]}',
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.time() + 120
-    while time.time() < deadline and not ((run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text()):
+    while time.time() < deadline and not (
+        (run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text()
+    ):
         time.sleep(0.3)
         assert process.poll() is None, process.stderr.read()
     os.kill(process.pid, signal.SIGINT)
@@ -103,3 +145,17 @@ def test_wilson_interval_by_hand():
     assert (low, high) == pytest.approx((0.2366, 0.7634), abs=1e-4)
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
     assert wilson_interval(10, 10)[1] == 1.0
+
+
+def test_cli_method_names_match_the_trainers_and_the_cli_starts_without_torch():
+    import subprocess
+    import sys
+
+    from embodia.policies.cli import METHOD_NAMES
+    from embodia.policies.train import METHODS
+
+    assert tuple(sorted(METHODS)) == METHOD_NAMES
+    code = "import sys, embodia.cli; embodia.cli.build_parser(); print('torch' in sys.modules)"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    )

@@ -1,7 +1,7 @@
 """``embodia nav ...``: generate scenes, episode files and scene graphs; evaluate policies with Habitat's metrics.
 
-Register it by adding ``"embodia.envs.habitat.cli"`` to ``embodia.cli._COMMAND_MODULES``; until then
-``python -m embodia.envs.habitat.cli ...`` runs the same commands::
+Registered in ``embodia.cli._COMMAND_MODULES``; ``python -m embodia.envs.habitat.cli ...`` runs the same
+commands::
 
     embodia nav scene --kind apartment --seed 7 --out scene.json --image scene.png
     embodia nav episodes --task objectnav --scene apartment_0 --count 100 --out val.json.gz

@@ -1,0 +1,11 @@
+"""The language-model methods behind the agent tools, one module each.
+
+- :mod:`~embodia.agents.methods.gateskip` — GateSkip residual gates and token-wise layer skipping;
+- :mod:`~embodia.agents.methods.cold_steer` — COLD-Steer activation steering from in-context examples;
+- :mod:`~embodia.agents.methods.hybrid_zo` — zeroth-order base + first-order LoRA fine-tuning;
+- :mod:`~embodia.agents.methods.emotion_hallucer` — paired yes/no hallucination metric and PEP-MEK;
+- :mod:`~embodia.agents.methods.grounding` — token-level grounding reliability;
+- :mod:`~embodia.agents.methods.data` — the offline corpora and task sets they run on.
+"""
+
+from __future__ import annotations

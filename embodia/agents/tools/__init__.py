@@ -1,0 +1,34 @@
+"""Agent tools: one registry behind the Python API, ``embodia tool ...`` and the MCP server (``embodia mcp``).
+
+>>> from embodia.agents.tools import call_tool, list_tools
+>>> [t.name for t in list_tools()]            # doctest: +SKIP
+>>> call_tool("lm_generate", {"prompt": "Say hi"})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from embodia.agents.tools.registry import (
+    Progress,
+    Tool,
+    ToolArgumentError,
+    ToolError,
+    UnknownToolError,
+    call_tool,
+    get_tool,
+    list_tools,
+    no_progress,
+    tool,
+)
+
+__all__ = [
+    "Progress",
+    "Tool",
+    "ToolArgumentError",
+    "ToolError",
+    "UnknownToolError",
+    "call_tool",
+    "get_tool",
+    "list_tools",
+    "no_progress",
+    "tool",
+]

@@ -1,0 +1,77 @@
+"""Tool ``gateskip``: fine-tune GateSkip gates on a local model and measure quality vs skipped compute."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from embodia.agents.tools.registry import Progress, ToolArgumentError, no_progress, tool
+
+
+@dataclass
+class GateSkipArgs:
+    """Arguments of ``gateskip``."""
+
+    model: str = "smollm2"
+    """A known model name or a local model folder / .gguf file (a private copy gets the gates)."""
+    steps: int = 60
+    """Gate fine-tuning steps (sequences of ``seq_len`` tokens, ``batch_size`` per step)."""
+    batch_size: int = 4
+    """Sequences per fine-tuning step."""
+    seq_len: int = 64
+    """Tokens per fine-tuning sequence."""
+    lr: float = 2e-2
+    """Adam learning rate of the gates."""
+    sparsity: float = 0.1
+    """Weight of the mean-gate sparsity penalty."""
+    budgets: list[float] = field(default_factory=lambda: [0.0, 0.15, 0.25, 0.5])
+    """Per-layer fractions of tokens that skip each branch, each in [0, 1)."""
+    random_control: bool = True
+    """Also evaluate random token ranking at the same budgets."""
+    eval_chunks: int = 12
+    """Held-out 128-token chunks for perplexity."""
+    gates_out: str | None = None
+    """Save the trained gates here (.safetensors)."""
+    seed: int = 0
+    """Seed of data order and the random control."""
+
+
+@tool("gateskip")
+def gateskip(args: GateSkipArgs, progress: Progress = no_progress) -> dict:
+    """GateSkip: add sigmoid gates to every attention/MLP branch of a local LM, fine-tune them briefly with
+    a sparsity penalty, then skip low-gate tokens under per-layer budgets; returns perplexity and task
+    accuracy vs the fraction of branch computations skipped (with a random-ranking control)."""
+    from embodia.agents.llm import load_local_lm
+    from embodia.agents.methods.gateskip import GateSkipConfig, run_gateskip
+
+    if any(not 0.0 <= b < 1.0 for b in args.budgets) or not args.budgets:
+        raise ToolArgumentError(f"gateskip: budgets must be fractions in [0, 1), got {args.budgets}")
+    if args.steps < 1 or args.batch_size < 1 or args.seq_len < 8 or args.eval_chunks < 1:
+        raise ToolArgumentError("gateskip: steps, batch_size, eval_chunks must be >= 1 and seq_len >= 8")
+    config = GateSkipConfig(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+        lr=args.lr,
+        sparsity=args.sparsity,
+        eval_chunks=args.eval_chunks,
+        seed=args.seed,
+    )
+    lm = load_local_lm(args.model, fresh=True)
+    rankings = ("gate", "random") if args.random_control else ("gate",)
+    result = run_gateskip(
+        lm,
+        config,
+        budgets=args.budgets,
+        rankings=rankings,
+        gates_out=args.gates_out,
+        progress=lambda d, t, m: progress(d, t, m),
+    )
+    return {
+        "model": lm.name,
+        "baseline_perplexity": result.baseline_perplexity,
+        "baseline_accuracy": result.baseline_accuracy,
+        "points": result.points,
+        "final_lm_loss": result.history[-1]["lm_loss"] if result.history else None,
+        "gate_profile": result.gate_profile,
+        "gates_out": args.gates_out,
+    }
