@@ -9,7 +9,7 @@ compared with confidence and entropy alone.
 
     .venv/bin/python scripts/grounding_experiment.py                       # 80 questions
     .venv/bin/python scripts/grounding_experiment.py --write-calibration   # also update the shipped calibration
-    .venv/bin/python scripts/grounding_experiment.py --quick               # 12 questions (tests)
+    .venv/bin/python scripts/grounding_experiment.py --quick               # 8 questions (tests)
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
-    n_items = 12 if args.quick else args.items
+    n_items = 8 if args.quick else args.items
     lm = load_local_lm(args.model)
     started = time.perf_counter()
     with progress_bar("grounding", not args.quiet) as update:

@@ -6,7 +6,7 @@ what training needs beyond the weights, measured per step (saved activations, gr
 state, ZO noise).
 
     .venv/bin/python scripts/hybrid_zo_experiment.py           # 120 steps per mode
-    .venv/bin/python scripts/hybrid_zo_experiment.py --quick   # 4 steps of lora / zo / hybrid, ZO on blocks 26-29 (tests)
+    .venv/bin/python scripts/hybrid_zo_experiment.py --quick   # 2 steps of lora / zo / hybrid, ZO on blocks 26-29, 8 test sentences (tests)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run for tests")
     parser.add_argument("--model", default="smollm2")
-    parser.add_argument("--steps", type=int, help="steps per mode (default 120; quick 4)")
+    parser.add_argument("--steps", type=int, help="steps per mode (default 120; quick 2)")
     parser.add_argument("--modes", nargs="+", default=["lora", "zo", "hybrid", "full"])
     parser.add_argument("--zo-layers", default="all")
     parser.add_argument("--seed", type=int, default=0)
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
-    steps = args.steps or (4 if args.quick else 120)
+    steps = args.steps or (2 if args.quick else 120)
     modes = [m for m in args.modes if m != "full"] if args.quick else args.modes
     zo_layers = "26-29" if args.quick and args.zo_layers == "all" else args.zo_layers
     started = time.perf_counter()
@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             zo_layers=zo_layers,
             eval_every=steps if args.quick else max(steps // 6, 1),
             seed=args.seed,
+            test_limit=8 if args.quick else None,
         )
         lm = load_local_lm(args.model, fresh=True)
         with progress_bar(f"hybrid-zo {mode}", not args.quiet) as update:

@@ -104,4 +104,4 @@ def test_tool_and_quick_script(smol, tmp_path):
     out = tmp_path / "grounding.json"
     assert run_script("grounding_experiment", "--quick", "--quiet", "--out", str(out)) == 0
     payload = json.loads(out.read_text())
-    assert payload["items"] == 12 and set(payload["result"]["token_auc"]) >= {"reliability", "confidence"}
+    assert payload["items"] == 8 and set(payload["result"]["token_auc"]) >= {"reliability", "confidence"}

@@ -182,6 +182,8 @@ class HybridConfig:
     """Test accuracy every this many steps."""
     seed: int = 0
     """Seed of LoRA init, data order and ZO noise."""
+    test_limit: int | None = None
+    """Score only the first this many test sentences (quick runs); None: all 48."""
 
 
 @dataclass
@@ -318,7 +320,7 @@ def finetune(
     if config.mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {config.mode!r}")
     torch.manual_seed(config.seed)
-    train, test = topic_dataset("train", config.seed), topic_dataset("test", config.seed)
+    train, test = topic_dataset("train", config.seed), topic_dataset("test", config.seed)[: config.test_limit]
     model = lm.model
     for p in model.parameters():
         p.requires_grad_(config.mode == "full")
