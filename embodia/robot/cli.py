@@ -220,7 +220,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = robot.add_parser("policy", help="run a policy as a ROS 2 node")
     p.add_argument("--policy", required=True, help="policy folder, or module:factory returning a policy")
     p.add_argument(
-        "--config", required=True, metavar="NODE.yaml", help="topics, rate, limits (see docs/robot.md)"
+        "--config",
+        required=True,
+        metavar="NODE.yaml",
+        help="topics, rate, limits (see README, section ROS 2 deployment)",
     )
     p.add_argument("--rate-hz", type=float, help="override the config's control rate")
     p.add_argument("--trigger", choices=("timer", "observation"), help="override the config's trigger")

@@ -250,7 +250,9 @@ def load_node_config(path: str | Path, overrides: dict[str, Any] | None = None) 
 
     path = Path(path)
     if not path.is_file():
-        raise RobotConfigError(f"node config {str(path)!r} does not exist; write one (see docs/robot.md)")
+        raise RobotConfigError(
+            f"node config {str(path)!r} does not exist; write one (see README, section ROS 2 deployment)"
+        )
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
