@@ -127,14 +127,19 @@ def test_ctrl_c_keeps_the_last_checkpoint(demos, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.time() + 120
-    while time.time() < deadline and not (
-        (run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text()
-    ):
-        time.sleep(0.3)
-        assert process.poll() is None, process.stderr.read()
-    os.kill(process.pid, signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (
+            (run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text()
+        ):
+            time.sleep(0.3)
+            assert process.poll() is None, process.stderr.read()
+        os.kill(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:  # never leave a million-step run behind
+            process.kill()
+            process.wait()
     assert process.returncode == 130, stderr
     policy = embodia.load_policy(run / "policy")
     assert policy.act({"state": np.zeros(2, dtype=np.float32)}).shape == (2,)
