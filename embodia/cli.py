@@ -38,7 +38,7 @@ def _add_module_commands(sub: argparse._SubParsersAction) -> None:
         importlib.import_module(name).add_commands(sub)
 
 
-def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
+def parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
     """``["task_id=2", "width=128"]`` -> ``{"task_id": 2, "width": 128}`` (values parsed as JSON when possible)."""
     kwargs: dict[str, Any] = {}
     for pair in pairs:
@@ -89,7 +89,7 @@ def cmd_envs(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from embodia.rollout import rollout
 
-    env_kwargs = _parse_kwargs(args.env_kwarg)
+    env_kwargs = parse_kwargs(args.env_kwarg)
     if args.task_id is not None:
         env_kwargs["task_id"] = args.task_id
     result = rollout(

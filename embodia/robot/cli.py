@@ -12,20 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from embodia.robot.errors import RobotConfigError
-
-
-def _parse_kwargs(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise RobotConfigError(f"--env-kwarg expects KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+from embodia.cli import parse_kwargs
 
 
 def _ros_args(p: argparse.ArgumentParser) -> None:
@@ -99,7 +86,7 @@ def build_sim_config(args: argparse.Namespace) -> Any:
 
     return BridgeConfig(
         env_id=args.env_id,
-        env_kwargs=_parse_kwargs(args.env_kwarg),
+        env_kwargs=parse_kwargs(args.env_kwarg),
         seed=args.seed,
         episodes=args.episodes,
         max_steps=args.max_steps,
@@ -165,7 +152,7 @@ def cmd_node_config(args: argparse.Namespace) -> int:
 
     config = policy_config_for(
         args.env_id,
-        env_kwargs=_parse_kwargs(args.env_kwarg),
+        env_kwargs=parse_kwargs(args.env_kwarg),
         state_type=args.state_type,
         command_type=args.command_type,
         twist_components=args.twist_components,
