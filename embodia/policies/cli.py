@@ -49,6 +49,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--record", metavar="STORE.zarr", help="record the evaluation episodes")
     p.add_argument("--video", metavar="OUT.mp4", help="render the evaluation episodes")
+    p.add_argument(
+        "--execute-steps",
+        type=int,
+        metavar="N",
+        help="actions of each predicted chunk to run before re-planning (1 = receding horizon)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_eval)
 
@@ -112,6 +118,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         env_kwargs=env_kwargs,
         record=args.record,
         video=args.video,
+        execute_steps=args.execute_steps,
         progress=not args.json,
     )
     if args.json:

@@ -62,15 +62,31 @@ def evaluate_policy(
     env_kwargs: dict[str, Any] | None = None,
     record: str | Path | None = None,
     video: str | Path | None = None,
+    execute_steps: int | None = None,
     progress: bool = False,
 ) -> EvalResult:
     """Run ``episodes`` episodes for each seed in ``seeds`` (episode seeds ``seed * 10_000 + i``).
 
     ``env_id`` defaults to the environment the policy was trained for (recorded in its folder).
+    ``execute_steps`` overrides how many actions of each predicted chunk run before the policy is
+    queried again (1 = receding horizon; sets ``policy.execute_steps``; default: the policy's own setting,
+    usually the whole chunk).
     """
     meta: dict[str, Any] = {}
     if isinstance(policy, (str, Path)):
         policy, meta = resolve_policy(policy)
+    if execute_steps is not None:
+        chunk = int(getattr(policy, "chunk_size", 1))
+        if chunk <= 1:
+            raise PolicyError(
+                "execute_steps applies to policies that output action chunks; this policy outputs one action "
+                "per step — drop --execute-steps"
+            )
+        if not 1 <= execute_steps <= chunk:
+            raise PolicyError(
+                f"execute_steps must be between 1 and the policy's chunk size {chunk}, got {execute_steps}"
+            )
+        policy.execute_steps = int(execute_steps)
     env_id = env_id or meta.get("env_id")
     if not env_id:
         raise PolicyError("no environment given and the policy folder does not name one; pass --env ENV_ID")

@@ -40,3 +40,29 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
         ).stdout
     )
     assert report["episodes"] == 2 and 0.0 <= report["interval"][0] <= report["interval"][1] <= 1.0
+
+    # receding-horizon evaluation of the chunk policy; a single-action policy gets one clear error
+    report = json.loads(
+        cli(
+            "eval",
+            str(run),
+            "--env",
+            "embodia/CubeSingle-SingleTask-v0",
+            "--episodes",
+            "1",
+            "--execute-steps",
+            "1",
+            "--json",
+            check=True,
+        ).stdout
+    )
+    assert report["episodes"] == 1
+    refused = cli(
+        "eval",
+        str(out / "runs" / "CubeSingle-bc-seed0"),
+        "--env",
+        "embodia/CubeSingle-SingleTask-v0",
+        "--execute-steps",
+        "1",
+    )
+    assert refused.returncode != 0 and "action chunks" in refused.stderr and "Traceback" not in refused.stderr

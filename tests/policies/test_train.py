@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import embodia
+from embodia.errors import PolicyError
 from embodia.policies.evaluate import evaluate_policy, wilson_interval
 from embodia.policies.train import TrainConfig, train
 from embodia.rollout import rollout
@@ -102,6 +103,29 @@ def test_run_directory_and_chunked_policy(demos, tmp_path):
     recorded = TrajectoryStore(tmp_path / "eval.zarr")
     assert report.env_id == ENV and recorded.num_episodes == 1
     assert len(read_video(tmp_path / "eval.mp4")) == recorded.num_steps + 1
+
+    # receding horizon: with execute_steps=1 the chunk policy is queried on every step
+    calls = 0
+    act = policy.act
+
+    def counting_act(obs):
+        nonlocal calls
+        calls += 1
+        return act(obs)
+
+    policy.act = counting_act
+    evaluate_policy(
+        policy,
+        ENV,
+        episodes=1,
+        seeds=[0],
+        env_kwargs={"task_id": 1},
+        execute_steps=1,
+        record=tmp_path / "rh.zarr",
+    )
+    assert calls == TrajectoryStore(tmp_path / "rh.zarr").num_steps > 4
+    with pytest.raises(PolicyError, match="chunk size 4"):
+        evaluate_policy(policy, ENV, episodes=1, env_kwargs={"task_id": 1}, execute_steps=5)
 
 
 def test_ctrl_c_keeps_the_last_checkpoint(demos, tmp_path):
