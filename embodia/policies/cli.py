@@ -65,6 +65,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--out", default="runs/offline_rl")
     q.add_argument("--steps", type=int, help="gradient steps per run")
     q.add_argument("--seeds", type=int, nargs="+")
+    q.add_argument(
+        "--env", dest="families", nargs="+", metavar="FAMILY", help="subset, e.g. CubeSingle Scene"
+    )
+    q.add_argument("--methods", nargs="+", choices=("deas", "iql", "bc"), help="subset of the methods")
     q.add_argument("--episodes", type=int, help="dataset episodes per environment")
     q.add_argument("--eval-episodes", type=int)
     q.set_defaults(func=_cmd_bench_offline_rl)
@@ -145,6 +149,16 @@ def _cmd_bench_offline_rl(args: argparse.Namespace) -> int:
             setattr(config, name, value)
     if args.seeds:
         config.seeds = tuple(args.seeds)
+    if args.methods:
+        config.methods = tuple(args.methods)
+    if args.families:
+        known = {case.family: case for case in ComparisonConfig().cases}
+        unknown = sorted(set(args.families) - set(known))
+        if unknown:
+            raise EmbodiaError(
+                f"--env {' '.join(unknown)}: not in the comparison; choose from {', '.join(known)}"
+            )
+        config.cases = [known[family] for family in args.families]
     if config.steps <= 0:
         raise EmbodiaError("--steps must be positive")
     summary = run_comparison(config, progress=True)

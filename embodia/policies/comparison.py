@@ -39,7 +39,10 @@ class Case:
 class ComparisonConfig:
     """Budget of the comparison."""
 
-    cases: list[Case] = field(default_factory=lambda: [Case("CubeSingle", 4), Case("Puzzle3x3", 8)])
+    cases: list[Case] = field(
+        default_factory=lambda: [Case("CubeSingle", 4), Case("Puzzle3x3", 8), Case("Scene", 8, task_id=1)]
+    )
+    """Environments (Scene on task 1: its default task 2 never occurs in play data of this size)."""
     methods: tuple[str, ...] = ("deas", "iql", "bc")
     seeds: tuple[int, ...] = (0, 1, 2)
     dataset_episodes: int = 100

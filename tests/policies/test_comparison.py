@@ -66,3 +66,10 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
         "1",
     )
     assert refused.returncode != 0 and "action chunks" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_unknown_environment_is_one_clear_error(cli, tmp_path):
+    result = cli("bench", "offline-rl", "--env", "CubeSingle", "Kitchen", "--out", str(tmp_path / "b"))
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "--env Kitchen: not in the comparison; choose from CubeSingle, Puzzle3x3, Scene" in result.stderr
+    assert not (tmp_path / "b").exists()  # nothing started
