@@ -25,46 +25,16 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
         "Data:"
     )
 
-    # evaluate one of the trained runs through the CLI
+    # evaluate one of the trained runs through the CLI, executing whole chunks and re-planning every step
     run = out / "runs" / "CubeSingle-deas-seed0"
-    report = json.loads(
-        cli(
-            "eval",
-            str(run),
-            "--env",
-            "embodia/CubeSingle-SingleTask-v0",
-            "--episodes",
-            "2",
-            "--json",
-            check=True,
-        ).stdout
-    )
-    assert report["episodes"] == 2 and 0.0 <= report["interval"][0] <= report["interval"][1] <= 1.0
+    cube = "embodia/CubeSingle-SingleTask-v0"
+    for extra, episodes in (((), 2), (("--execute-steps", "1"), 1)):
+        command = ("eval", str(run), "--env", cube, "--episodes", str(episodes), *extra, "--json")
+        report = json.loads(cli(*command, check=True).stdout)
+        assert report["episodes"] == episodes and 0.0 <= report["interval"][0] <= report["interval"][1] <= 1.0
 
-    # receding-horizon evaluation of the chunk policy; a single-action policy gets one clear error
-    report = json.loads(
-        cli(
-            "eval",
-            str(run),
-            "--env",
-            "embodia/CubeSingle-SingleTask-v0",
-            "--episodes",
-            "1",
-            "--execute-steps",
-            "1",
-            "--json",
-            check=True,
-        ).stdout
-    )
-    assert report["episodes"] == 1
-    refused = cli(
-        "eval",
-        str(out / "runs" / "CubeSingle-bc-seed0"),
-        "--env",
-        "embodia/CubeSingle-SingleTask-v0",
-        "--execute-steps",
-        "1",
-    )
+    # a single-action policy refuses --execute-steps with one clear error
+    refused = cli("eval", str(out / "runs" / "CubeSingle-bc-seed0"), "--env", cube, "--execute-steps", "1")
     assert refused.returncode != 0 and "action chunks" in refused.stderr and "Traceback" not in refused.stderr
 
 
