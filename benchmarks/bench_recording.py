@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_recording [--quick]
 
-All variants run the same fixed action sequences through ``embodia.rollout.run_episode`` in one
+All variants run the same fixed action sequences through ``embodia.runner.run_episode`` in one
 process, interleaved; ratios are with / without. Two commit policies are measured: the default
 (finished episodes committed in batches at most ``commit_every`` seconds apart) and one commit per
 episode (``commit_every=0``). Acceptance: overhead <= 10 % for state observations (default policy).
@@ -21,7 +21,7 @@ import embodia
 from benchmarks._common import interleaved, markdown_table, save
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
-from embodia.rollout import run_episode
+from embodia.runner import run_episode
 
 
 class FixedActions:

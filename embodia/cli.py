@@ -11,11 +11,18 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from embodia.core.cli_args import (
+    ArgumentParser,
+    nonnegative_float,
+    output_file_path,
+    parse_kwargs,
+    positive_int,
+    seed,
+)
 from embodia.errors import EmbodiaError
 
 console = Console()
@@ -38,20 +45,6 @@ def _add_module_commands(sub: argparse._SubParsersAction) -> None:
         importlib.import_module(name).add_commands(sub)
 
 
-def parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["task_id=2", "width=128"]`` -> ``{"task_id": 2, "width": 128}`` (values parsed as JSON when possible)."""
-    kwargs: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise EmbodiaError(f"--env-kwarg expects KEY=VALUE, got {pair!r}")
-        try:
-            kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key] = value
-    return kwargs
-
-
 # ---------------------------------------------------------------------- envs
 def cmd_envs(args: argparse.Namespace) -> int:
     from embodia.envs import describe, env_ids
@@ -61,11 +54,7 @@ def cmd_envs(args: argparse.Namespace) -> int:
         for env_id in ids:
             print(env_id)
         return 0
-    infos = []
-    with console.status("instantiating environments...") as status:
-        for env_id in ids:
-            status.update(f"instantiating {env_id}")
-            infos.append(describe(env_id))
+    infos = [describe(env_id, build=args.build) for env_id in ids]  # the shipped catalog: nothing is built
     if args.json:
         print(json.dumps([info.__dict__ for info in infos], indent=2))
         return 0
@@ -87,7 +76,7 @@ def cmd_envs(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- run
 def cmd_run(args: argparse.Namespace) -> int:
-    from embodia.rollout import rollout
+    from embodia.runner import rollout
 
     env_kwargs = parse_kwargs(args.env_kwarg)
     if args.task_id is not None:
@@ -141,6 +130,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     store = TrajectoryStore(args.store, mode="r")
     summary = store.summary()
+    if args.check:
+        summary["check"] = store.verify()
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -159,6 +150,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     for key, spec in summary["keys"].items():
         table.add_row(key, spec["role"], str(tuple(spec["shape"])), spec["dtype"])
     console.print(table)
+    if args.check:
+        check = summary["check"]
+        console.print(
+            f"checked: {check['chunks_read']} chunks read, every checksum and the episode table agree"
+        )
     return 0
 
 
@@ -232,7 +228,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from embodia import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="embodia", description="Embodied AI: simulate, record, replay, train, deploy."
     )
     parser.add_argument("--version", action="version", version=f"embodia {__version__}")
@@ -240,29 +236,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("envs", help="list registered environments")
     p.add_argument("filter", nargs="?", help="only ids containing this text")
-    p.add_argument("--ids", action="store_true", help="print ids only (fast: nothing is instantiated)")
+    p.add_argument("--ids", action="store_true", help="print ids only")
+    p.add_argument(
+        "--build", action="store_true", help="build each environment instead of reading the shipped catalog"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_envs)
 
     p = sub.add_parser("run", help="run episodes headless (optionally record and render them)")
     p.add_argument("env_id")
     p.add_argument("--policy", default="random", help="random | expert | PATH to a trained policy folder")
-    p.add_argument("--episodes", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED+i")
+    p.add_argument("--episodes", type=positive_int, default=1)
+    p.add_argument("--seed", type=seed, default=0, help="episode i uses seed SEED+i")
     p.add_argument("--record", metavar="STORE.zarr", help="append the episodes to this trajectory store")
     p.add_argument(
         "--record-sim-state", action="store_true", help="also record the simulator state at every step"
     )
     p.add_argument(
         "--commit-every",
-        type=float,
+        type=nonnegative_float,
         default=2.0,
         metavar="SECONDS",
         help="commit finished episodes at most this far apart (0: after every episode)",
     )
-    p.add_argument("--video", metavar="OUT.mp4", help="render all episodes to this mp4")
-    p.add_argument("--max-steps", type=int, help="cut episodes at this many steps")
-    p.add_argument("--task-id", type=int, help="fix the evaluation task (OGBench: 1-5)")
+    p.add_argument(
+        "--video", type=output_file_path, metavar="OUT.mp4", help="render all episodes to this mp4"
+    )
+    p.add_argument("--max-steps", type=positive_int, help="cut episodes at this many steps")
+    p.add_argument("--task-id", type=positive_int, help="fix the evaluation task (OGBench: 1-5)")
     p.add_argument(
         "--env-kwarg", action="append", default=[], metavar="KEY=VALUE", help="environment argument"
     )
@@ -272,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="what a trajectory store holds")
     p.add_argument("store")
+    p.add_argument("--check", action="store_true", help="also read every chunk and verify its checksum")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_info)
 
@@ -279,16 +281,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store")
     p.add_argument("--episode", type=int, action="append", help="episode index (repeatable; default all)")
     p.add_argument("--verify", action="store_true", help="compare simulator states with the recording")
-    p.add_argument("--tolerance", type=float, default=1e-6, help="largest allowed state deviation")
-    p.add_argument("--video", metavar="OUT.mp4")
+    p.add_argument(
+        "--tolerance", type=nonnegative_float, default=1e-6, help="largest allowed state deviation"
+    )
+    p.add_argument("--video", type=output_file_path, metavar="OUT.mp4")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("demo", help="the main job end to end: run an expert, record, replay, verify, render")
     p.add_argument("--out", default="demo_out")
     p.add_argument("--env-id", default="embodia/CubeSingle-v0")
-    p.add_argument("--episodes", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--episodes", type=positive_int, default=5)
+    p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(func=cmd_demo)
 
     _add_module_commands(sub)

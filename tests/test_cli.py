@@ -92,7 +92,7 @@ def test_missing_and_corrupt_and_future_stores(cli, tmp_path):
     assert_one_line_error(cli("info", str(store)), "format version 99")
     assert_one_line_error(cli("replay", str(store), "--verify"), "format version 99")
     (store / "zarr.json").write_text("garbage")
-    assert_one_line_error(cli("info", str(store)), "cannot open")
+    assert_one_line_error(cli("info", str(store)), "is corrupt: its root metadata")
 
 
 def test_bad_policy_outputs_are_one_line_errors_and_keep_the_store(cli, tmp_path):

@@ -11,7 +11,14 @@ Two back ends behind one small interface (:class:`LanguageModel`):
   given continuations, hidden states at a layer, and forward hooks on decoder layers — what the methods in
   :mod:`embodia.agents.methods` need.
 - :class:`OpenAICompatibleLM` — any server speaking the OpenAI chat-completions API (vLLM, llama.cpp
-  server, Ollama, ...), for generation only: ``load_lm("http://127.0.0.1:8080/v1#model-name")``.
+  server, Ollama, ...), for generation only: ``load_lm("http://127.0.0.1:8080/v1#model-name")``. It sends
+  ``$OPENAI_API_KEY`` as a bearer token, follows no redirects, and its errors never repeat what the server
+  answered (a hostile endpoint must not get text into an agent's context through them).
+
+A process that runs tools for an LLM agent (``embodia mcp``) restricts which endpoints may be contacted
+(:func:`allow_only_endpoints` for the process, :func:`endpoints_allowed` for one call): :func:`load_lm` and
+:meth:`OpenAICompatibleLM.generate` refuse any other with :class:`EndpointNotAllowedError`, so the API key
+only ever goes to an endpoint the server's operator allowed.
 
 Nothing is ever downloaded from a model hub: a name that is neither a known local model nor an existing
 path raises :class:`ModelNotFoundError`, saying how to point embodia at a local model.
@@ -19,6 +26,7 @@ path raises :class:`ModelNotFoundError`, saying how to point embodia at a local 
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import json
 import os
@@ -27,8 +35,9 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -52,6 +61,10 @@ class ModelNotFoundError(LanguageModelError, FileNotFoundError):
 
 class UnsupportedOperationError(LanguageModelError):
     """The back end cannot do this (e.g. log-probabilities from a generate-only HTTP endpoint)."""
+
+
+class EndpointNotAllowedError(LanguageModelError):
+    """An HTTP endpoint this process may not contact (see :func:`allow_only_endpoints`)."""
 
 
 @dataclass(frozen=True)
@@ -371,6 +384,86 @@ class LocalLM:
             handle.remove()
 
 
+# ---------------------------------------------------------------------------------------------- endpoints
+ENDPOINT_SCHEMES = ("http://", "https://")
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""Largest chat-completions answer read from an endpoint."""
+
+
+def is_endpoint(spec: str) -> bool:
+    """Whether a model spec is an HTTP endpoint URL (``http(s)://host:port/v1#model``) rather than a name or path."""
+    return spec.startswith(ENDPOINT_SCHEMES)
+
+
+def endpoint_base(url: str) -> str:
+    """The endpoint an URL names: the part before ``#`` (the model name), without trailing ``/``."""
+    return url.partition("#")[0].rstrip("/")
+
+
+_PROCESS_ENDPOINTS: frozenset[str] | None = None
+_CALL_ENDPOINTS: ContextVar[frozenset[str] | None] = ContextVar("embodia_allowed_endpoints", default=None)
+
+
+def _narrow(current: frozenset[str] | None, endpoints: Iterable[str] | None) -> frozenset[str] | None:
+    if endpoints is None:
+        return current
+    allowed = frozenset(endpoint_base(e) for e in endpoints)
+    return allowed if current is None else current & allowed
+
+
+def allow_only_endpoints(endpoints: Iterable[str] | None) -> None:
+    """From now on this process contacts only ``endpoints`` (None: no change); repeated calls only narrow.
+
+    For a process that serves tools to an agent; it also covers threads the tools start.
+    """
+    global _PROCESS_ENDPOINTS
+    _PROCESS_ENDPOINTS = _narrow(_PROCESS_ENDPOINTS, endpoints)
+
+
+@contextmanager
+def endpoints_allowed(endpoints: Iterable[str] | None) -> Iterator[None]:
+    """Within the block (this thread / task), only ``endpoints`` may be contacted (None: no change)."""
+    token = _CALL_ENDPOINTS.set(_narrow(_CALL_ENDPOINTS.get(), endpoints))
+    try:
+        yield
+    finally:
+        _CALL_ENDPOINTS.reset(token)
+
+
+def check_endpoint(url: str) -> str:
+    """``url``'s endpoint base if this process may contact it; else :class:`EndpointNotAllowedError`."""
+    base = endpoint_base(url)
+    for allowed in (_PROCESS_ENDPOINTS, _CALL_ENDPOINTS.get()):
+        if allowed is not None and base not in allowed:
+            raise EndpointNotAllowedError(
+                f"the endpoint {base} is not allowed in this process (it serves tools to an agent); the "
+                "server's operator must allow it with `embodia mcp --allow-endpoint URL`"
+            )
+    return base
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: the request carries the API key, and a chat-completions API never redirects."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def _failure(error: BaseException) -> str:
+    """Why a request failed, in words that contain nothing the server sent."""
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    if isinstance(reason, str) and not isinstance(error, http.client.HTTPException):
+        return reason  # urllib's own words about the URL (no host, unknown scheme)
+    return type(reason).__name__
+
+
 class OpenAICompatibleLM:
     """Generation through an OpenAI-compatible ``/chat/completions`` endpoint (vLLM, llama.cpp, Ollama...)."""
 
@@ -389,6 +482,8 @@ class OpenAICompatibleLM:
         temperature: float = 0.0,
         chat: bool = True,
     ) -> str:
+        """The endpoint's answer to ``prompt`` (``chat`` is ignored: the server applies its template)."""
+        check_endpoint(self.base_url)
         body = {
             "model": self.model_name,
             "messages": _as_messages(prompt),
@@ -398,28 +493,36 @@ class OpenAICompatibleLM:
         request = urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode(),
-            headers={
-                "Content-Type": "application/json",
-                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
-            },
+            headers={"Content-Type": "application/json"},
             method="POST",
         )
+        if self.api_key:
+            request.add_unredirected_header("Authorization", f"Bearer {self.api_key}")
+        # error messages name the endpoint and the HTTP status only: never the body, reason phrase or headers
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = json.loads(response.read())
+            with _OPENER.open(request, timeout=self.timeout) as response:
+                raw = response.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")[:300]
-            raise LanguageModelError(f"{self.base_url} answered HTTP {error.code}: {detail}") from error
-        except (urllib.error.URLError, TimeoutError, OSError) as error:
+            error.close()
+            redirect = " (a redirect, which embodia does not follow)" if 300 <= error.code < 400 else ""
             raise LanguageModelError(
-                f"cannot reach the endpoint {self.base_url} ({error}); is the server running?"
-            ) from error
+                f"the endpoint {self.base_url} answered HTTP {error.code}{redirect}"
+            ) from None
+        except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as error:
+            raise LanguageModelError(
+                f"cannot reach the endpoint {self.base_url} ({_failure(error)}); is the server running?"
+            ) from None
+        if len(raw) > MAX_RESPONSE_BYTES:
+            raise LanguageModelError(
+                f"the endpoint {self.base_url} answered more than {MAX_RESPONSE_BYTES} bytes; not read"
+            )
         try:
-            return str(payload["choices"][0]["message"]["content"]).strip()
-        except (KeyError, IndexError, TypeError) as error:
+            return str(json.loads(raw)["choices"][0]["message"]["content"]).strip()
+        except (ValueError, KeyError, IndexError, TypeError):
             raise LanguageModelError(
-                f"{self.base_url} did not answer in the chat-completions format: {str(payload)[:300]}"
-            ) from error
+                f"the endpoint {self.base_url} did not answer in the OpenAI chat-completions format "
+                "(a JSON object with choices[0].message.content)"
+            ) from None
 
 
 _LOADED: dict[str, LocalLM] = {}
@@ -430,11 +533,12 @@ def load_lm(spec: str = DEFAULT_MODEL, *, fresh: bool = False) -> LocalLM | Open
     """A language model by name, path, or endpoint URL (``http(s)://host:port/v1#model``).
 
     Local models are loaded once per process and shared; ``fresh=True`` returns a private copy that the
-    caller may modify (fine-tuning, added gates).
+    caller may modify (fine-tuning, added gates). An endpoint this process may not contact raises
+    :class:`EndpointNotAllowedError` (see :func:`allow_only_endpoints`).
     """
-    if spec.startswith(("http://", "https://")):
-        base, _, model = spec.partition("#")
-        return OpenAICompatibleLM(base, model)
+    if is_endpoint(spec):
+        base = check_endpoint(spec)  # refused in a process that serves tools, unless allowed
+        return OpenAICompatibleLM(base, spec.partition("#")[2])
     path = resolve_model_path(spec)
     name = KNOWN_MODELS[spec.lower()].cache_name if spec.lower() in KNOWN_MODELS else path.name
     if fresh:

@@ -1,7 +1,7 @@
 """Offline datasets: generate them with scripted experts, or import OGBench's official ``.npz`` files.
 
 ``generate_dataset`` runs a play environment (``embodia/<Name>-Play-v0``, see
-:mod:`embodia.envs.ogbench_play`) with its noisy expert and records every episode. Each row's
+:mod:`embodia.envs.ogbench.play`) with its noisy expert and records every episode. Each row's
 ``terminated`` is the single-task terminal flag of OGBench's relabelled datasets (the state before
 the action satisfies task ``task_id``); the episode itself goes on, as OGBench's play data does.
 Windows sampled for training stop bootstrapping at those rows.
@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from embodia.core.cli_args import nonnegative_float, positive_int, seed
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make, resolve_id
 from embodia.errors import EmbodiaError
-from embodia.rollout import RolloutResult, run_episode
+from embodia.runner import RolloutResult, run_episode
 
 
 class _TaskTerminalRecorder(EpisodeRecorder):
@@ -104,9 +105,12 @@ def generate_dataset(
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
-        recorder.flush()
-        store.touch()
-        env.close()
+        try:
+            recorder.flush()
+            store.touch()
+        finally:
+            store.close()
+            env.close()
     result.steps_per_second = steps / max(time.perf_counter() - started, 1e-9)
     return result
 
@@ -145,8 +149,21 @@ def import_ogbench_npz(
         ends = np.append(ends, n)
     rewards = data.get("rewards", np.zeros(n, dtype=np.float32)).astype(np.float32)
     terminals = (data["masks"] == 0) if "masks" in data else np.zeros(n, dtype=bool)
-    store = TrajectoryStore(out, mode="w" if overwrite else "a")
     env_id = resolve_id(env_id)
+    with TrajectoryStore(out, mode="w" if overwrite else "a") as store:
+        _add_npz_episodes(store, data, ends, rewards, terminals, env_id, task_id)
+    return len(ends)
+
+
+def _add_npz_episodes(
+    store: TrajectoryStore,
+    data: dict[str, np.ndarray],
+    ends: np.ndarray,
+    rewards: np.ndarray,
+    terminals: np.ndarray,
+    env_id: str,
+    task_id: int | None,
+) -> None:
     batch, start = [], 0
     for end in ends:
         rows = slice(start, end)
@@ -166,7 +183,6 @@ def import_ogbench_npz(
             batch = []
     store.add_episodes(batch)
     store.touch()
-    return len(ends)
 
 
 def _relabel(env_id: str, task_id: int, data: dict[str, np.ndarray], path: Path) -> None:
@@ -189,12 +205,16 @@ def _relabel(env_id: str, task_id: int, data: dict[str, np.ndarray], path: Path)
 def add_data_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("generate", help="record a noisy-expert play dataset (OGBench-style)")
     p.add_argument("env_id", help="e.g. embodia/CubeSingle-v0 (its -Play-v0 variant is used)")
-    p.add_argument("--episodes", type=int, required=True)
+    p.add_argument("--episodes", type=positive_int, required=True)
     p.add_argument("--out", required=True, metavar="STORE.zarr")
-    p.add_argument("--noise", type=float, default=0.1, help="std of Gaussian action noise (default 0.1)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--task-id", type=int, help="single task labelling rewards/terminals (default: ogbench's)")
-    p.add_argument("--max-steps", type=int, help="episode length (default: 1000)")
+    p.add_argument(
+        "--noise", type=nonnegative_float, default=0.1, help="std of Gaussian action noise (default 0.1)"
+    )
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument(
+        "--task-id", type=positive_int, help="single task labelling rewards/terminals (default: ogbench's)"
+    )
+    p.add_argument("--max-steps", type=positive_int, help="episode length (default: 1000)")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=_cmd_generate)
 
@@ -202,7 +222,9 @@ def add_data_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     p.add_argument("--out", required=True, metavar="STORE.zarr")
     p.add_argument("--env", required=True, help="the embodia env id the data belongs to")
-    p.add_argument("--task-id", type=int, help="label rewards for this single task (needs qpos in the file)")
+    p.add_argument(
+        "--task-id", type=positive_int, help="label rewards for this single task (needs qpos in the file)"
+    )
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=_cmd_import)
 

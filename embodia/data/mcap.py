@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from embodia.core.cli_args import output_file_path, positive_float
 from embodia.robot.errors import BagError
 
 EMBODIA_METADATA = "embodia"
@@ -309,6 +310,7 @@ def import_mcap(
         reader.open()
     except Exception as error:  # rosbags raises several types for unreadable bags
         raise BagError(f"cannot read bag {str(bag)!r}: {type(error).__name__}: {error}") from error
+    sink: _TypedSink | None = None
     try:
         available = {c.topic: c.msgtype for c in reader.connections}
         if episode_topic is None and "/episode" in available:
@@ -376,6 +378,8 @@ def import_mcap(
         assembler.finish()
     finally:
         reader.close()
+        if sink is not None:
+            sink.store.close()
     return {
         "path": str(out),
         "episodes": assembler.episodes,
@@ -434,9 +438,15 @@ class _TypedSink:
 def add_data_commands(data_sub: argparse._SubParsersAction) -> None:
     p = data_sub.add_parser("export", help="export a trajectory store (ROS 2 bag: --mcap OUT.mcap)")
     p.add_argument("store", help="STORE.zarr")
-    p.add_argument("--mcap", required=True, metavar="OUT.mcap", help="write a ROS 2 bag (MCAP) here")
+    p.add_argument(
+        "--mcap",
+        required=True,
+        metavar="OUT.mcap",
+        type=output_file_path,
+        help="write a ROS 2 bag (MCAP) here",
+    )
     p.add_argument("--prefix", default="/embodia", help="topic prefix (topics are PREFIX/<key>)")
-    p.add_argument("--rate-hz", type=float, default=20.0, help="steps per second of bag time")
+    p.add_argument("--rate-hz", type=positive_float, default=20.0, help="steps per second of bag time")
     p.add_argument("--episode", type=int, action="append", help="episode index (repeatable; default all)")
     p.set_defaults(func=_cmd_export)
 

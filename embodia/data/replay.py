@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embodia.core.paths import output_file
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make
 from embodia.errors import ReplayMismatchError, StoreError
@@ -116,9 +117,14 @@ def replay(
         ReplayMismatchError: ``verify`` and some episode deviates by more than ``tolerance``
             (raised after all episodes ran and the video, if any, was written).
     """
+    if video is not None:
+        video = output_file(video, "video")
     if not isinstance(store, TrajectoryStore):
         store = TrajectoryStore(store, mode="r")
     indices = list(range(store.num_episodes)) if episodes is None else list(episodes)
+    for index in indices:
+        if not -store.num_episodes <= index < store.num_episodes:
+            store.episode_meta(index)  # raises EpisodeIndexError naming the range, before anything runs
     results: list[ReplayResult] = []
     frames: list[np.ndarray] = []
     iterator = indices

@@ -1,10 +1,10 @@
 """The trajectory store: episodes in a zarr v3 directory, committed atomically one at a time.
 
-Layout (see DESIGN.md)::
+Layout::
 
     store.zarr/
       data/<key>          one array per observation / action / reward / flag key; episodes are
-                          concatenated on axis 0, chunked along time, zstd-compressed
+                          concatenated on axis 0, chunked along time, zstd-compressed, CRC32C per chunk
       meta/episode_ends   int64, cumulative end index of each committed episode
       meta/episodes/<col> per-episode table: env_id, env_kwargs (JSON), seed, success, length,
                           return, initial_state, final_state
@@ -18,7 +18,9 @@ commits it. zarr writes each chunk file atomically (temporary file + rename), so
 any point leaves every earlier episode readable; readers take the longest strictly increasing prefix
 of ``episode_ends`` (unused capacity reads as 0), and the next writer overwrites any leftovers.
 
-One process writes a store at a time; any number may read it.
+One writer at a time, enforced by a lock that dies with its process (:mod:`embodia.data.writer_lock`);
+any number of readers. Opening checks that metadata, episode table and arrays agree, and every chunk
+read is checked against its checksum (:mod:`embodia.data.store_integrity`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,13 +38,38 @@ import numpy as np
 import zarr
 from zarr.core.sync import sync as zarr_sync
 
-from embodia.errors import StoreError, StoreFormatError, StoreNotFoundError, StoreSchemaError
+from embodia.data.store_integrity import (
+    PATH_PROBLEMS,
+    STORE_ENTRIES,
+    check_consistency,
+    classify_path,
+    committed_ends,
+    read_every_chunk,
+    schema_difference,
+)
+from embodia.data.writer_lock import WriterLock
+from embodia.errors import (
+    EpisodeIndexError,
+    StoreCorruptError,
+    StoreError,
+    StoreFormatError,
+    StoreNotFoundError,
+    StoreSchemaError,
+)
 
 FORMAT_VERSION = 1
 _TARGET_CHUNK_BYTES = 1 << 17  # ~128 KiB per chunk: appends rewrite at most a few small chunks
 _META_CHUNK = 1024
 _INITIAL_CAPACITY = 1024
 _RESERVED = {"action", "reward", "terminated", "truncated", "success", "sim_state"}
+_TABLE_COLUMNS = ("env_id", "env_kwargs", "seed", "length", "success", "return")
+
+
+def _codecs() -> tuple[Any, ...]:
+    """Compression plus a CRC32C checksum of every chunk, so that damaged chunks are detected on read."""
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    return (ZstdCodec(level=0), Crc32cCodec())
 
 
 def _now() -> str:
@@ -84,13 +112,20 @@ class TrajectoryStore:
 
     Args:
         path: the store directory (``*.zarr`` by convention).
-        mode: ``"r"`` read an existing store; ``"a"`` read and append, creating the store if missing;
-            ``"w"`` create, replacing whatever is at ``path``.
+        mode: ``"r"`` read an existing store; ``"a"`` read and append, creating the store if ``path``
+            does not exist or is an empty directory; ``"w"`` like ``"a"``, but an existing embodia store
+            at ``path`` is emptied first.
+
+    Writers (``"a"``, ``"w"``) take the store's writer lock (:mod:`embodia.data.writer_lock`) until
+    :meth:`close` (or the end of a ``with`` block, or the process). Nothing that embodia did not write is
+    ever deleted or written into: a path holding anything but an embodia store is refused.
 
     Raises:
-        StoreNotFoundError: ``mode="r"`` and nothing is at ``path``.
-        StoreError: ``path`` holds something that is not an embodia store, or a corrupt one.
+        StoreNotFoundError: ``mode="r"`` and no store is at ``path``.
+        StoreError: ``path`` holds something that is not an embodia store.
+        StoreCorruptError: the store's metadata, episode table and arrays disagree.
         StoreFormatError: the store was written by an incompatible format version.
+        StoreLockedError: another writer has the store open.
     """
 
     def __init__(self, path: str | Path, mode: str = "r") -> None:
@@ -98,20 +133,58 @@ class TrajectoryStore:
             raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
         self.path = Path(path)
         self.mode = mode
-        exists = (self.path / "zarr.json").is_file()
-        if mode == "r" and not exists:
-            what = "does not exist" if not self.path.exists() else "is not a zarr store (no zarr.json)"
+        self._lock: WriterLock | None = None
+        kind = classify_path(self.path)
+        where = str(self.path)
+        if kind == "store":
+            pass
+        elif kind == "missing" and mode == "r":
             raise StoreNotFoundError(
-                f"trajectory store {str(self.path)!r} {what}; record one with "
+                f"trajectory store {where!r} does not exist; record one with "
                 "`embodia run ENV --record STORE.zarr` or TrajectoryStore(path, mode='a')"
             )
-        if mode == "w" or not exists:
-            self._create()
+        elif kind == "empty" and mode == "r":
+            raise StoreNotFoundError(f"{where!r} is an empty directory, not a trajectory store")
+        elif kind not in ("missing", "empty"):
+            raise StoreError(f"{where!r} {PATH_PROBLEMS[kind]}")
+        if mode != "r":
+            self._take_lock(create=kind != "store")
+            if kind != "store":
+                self._create()
+            elif mode == "w":
+                self._empty()
+                self._create()
         self._open()
 
     # ------------------------------------------------------------------ open / create
+    def _take_lock(self, create: bool) -> None:
+        if create:
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError) as error:
+                raise StoreError(
+                    f"cannot create trajectory store {str(self.path)!r}: a file is in the way ({error.filename})"
+                ) from None
+        self._lock = WriterLock(self.path)
+        self._lock.acquire()
+
+    def _empty(self) -> None:
+        """Remove an embodia store's own entries (``mode="w"``); anything else inside is refused, not deleted."""
+        foreign = sorted(p.name for p in self.path.iterdir() if p.name not in STORE_ENTRIES)
+        if foreign:
+            raise StoreError(
+                f"will not overwrite {str(self.path)!r}: besides the store it holds {foreign[:5]}, which embodia "
+                "did not write; move them out or choose another path"
+            )
+        for name in ("zarr.json", "data", "meta"):
+            entry = self.path / name
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            elif entry.exists():
+                entry.unlink()
+
     def _create(self) -> None:
-        root = zarr.open_group(str(self.path), mode="w", zarr_format=3)
+        root = zarr.open_group(str(self.path), mode="a", zarr_format=3)  # only our lock file is there
         root.attrs.update(
             {
                 "embodia_format": FORMAT_VERSION,
@@ -123,24 +196,34 @@ class TrajectoryStore:
         )
         root.create_group("data")
         meta = root.create_group("meta")
-        meta.create_array("episode_ends", shape=(0,), dtype="int64", chunks=(_META_CHUNK,), fill_value=0)
+        meta.create_array(
+            "episode_ends",
+            shape=(0,),
+            dtype="int64",
+            chunks=(_META_CHUNK,),
+            fill_value=0,
+            compressors=_codecs(),
+        )
         episodes = meta.create_group("episodes")
         for name, dtype in (("env_id", str), ("env_kwargs", str)):
-            episodes.create_array(name, shape=(0,), dtype=dtype, chunks=(_META_CHUNK,))
+            episodes.create_array(name, shape=(0,), dtype=dtype, chunks=(_META_CHUNK,), compressors=_codecs())
         for name, dtype in (
             ("seed", "int64"),
             ("length", "int64"),
             ("success", "bool"),
             ("return", "float64"),
         ):
-            episodes.create_array(name, shape=(0,), dtype=dtype, chunks=(_META_CHUNK,))
+            episodes.create_array(name, shape=(0,), dtype=dtype, chunks=(_META_CHUNK,), compressors=_codecs())
 
     def _open(self) -> None:
         try:
             self._root = zarr.open_group(str(self.path), mode="r" if self.mode == "r" else "r+")
             attrs = dict(self._root.attrs)
         except Exception as error:  # zarr raises several types for unreadable metadata
-            raise StoreError(f"cannot open trajectory store {str(self.path)!r}: {error}") from error
+            raise StoreCorruptError(
+                f"trajectory store {str(self.path)!r} is corrupt: its root metadata (zarr.json) cannot be read "
+                f"({type(error).__name__}: {error})"
+            ) from None
         version = attrs.get("embodia_format")
         if version is None:
             raise StoreError(
@@ -159,26 +242,51 @@ class TrajectoryStore:
             # Array handles are opened once: every group lookup re-reads metadata from disk.
             self._arrays: dict[str, zarr.Array] = dict(self._data.arrays())
             self._columns: dict[str, zarr.Array] = dict(self._episodes.arrays())
-        except KeyError as error:
-            raise StoreError(
-                f"trajectory store {str(self.path)!r} is corrupt: missing {error}; "
+        except Exception as error:  # a missing or unreadable group / array
+            raise StoreCorruptError(
+                f"trajectory store {str(self.path)!r} is corrupt: cannot open {error}; "
                 "it cannot be repaired automatically"
-            ) from error
+            ) from None
         self._schema: dict[str, dict[str, Any]] = dict(attrs.get("schema", {}))
         self._refresh_ends()
+        check_consistency(self.path, self._ends, self._schema, self._arrays, self._columns, self._read)
         if self.mode != "r":
             self._remove_partial_files()
 
+    def close(self) -> None:
+        """Release the writer lock (a reader has none); the object must not write afterwards."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+            self.mode = "r"
+
+    def __enter__(self) -> TrajectoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _refresh_ends(self) -> None:
-        ends = np.asarray(self._ends_array[:], dtype=np.int64)
-        # Committed ends are the longest strictly increasing positive prefix; unused capacity reads as 0.
-        valid = len(ends)
-        if valid:
-            previous = np.concatenate([[0], ends[:-1]])
-            bad = np.flatnonzero(ends <= previous)
-            if len(bad):
-                valid = int(bad[0])
-        self._ends = ends[:valid]
+        ends = self._read(self._ends_array, slice(None), "meta/episode_ends")
+        self._ends = committed_ends(ends, self.path)
+
+    def _read(self, array: zarr.Array, where: slice, name: str) -> np.ndarray:
+        """``array[where]``; a chunk that fails its checksum or cannot be decoded is a corrupt store."""
+        try:
+            return np.asarray(array[where])
+        except Exception as error:  # zarr / numcodecs raise ValueError, RuntimeError, ... for bad chunks
+            rows = f"rows {where.start or 0}..{where.stop}" if where.stop is not None else "its rows"
+            episodes = ""
+            if name.startswith("data/") and where.stop is not None and len(getattr(self, "_ends", ())):
+                first = int(np.searchsorted(self._ends, where.start or 0, side="right"))
+                last = int(np.searchsorted(self._ends, where.stop - 1, side="right"))
+                episodes = f" (episode {first})" if first == last else f" (episodes {first}-{last})"
+            why = f"{type(error).__name__}: {error}"
+            if "checksum" in str(error):
+                why = "a chunk fails its CRC32C checksum (its file changed after embodia wrote it)"
+            raise StoreCorruptError(
+                f"trajectory store {str(self.path)!r} is corrupt: reading {name} {rows}{episodes} failed: {why}"
+            ) from None
 
     def _remove_partial_files(self) -> None:
         for partial in self.path.rglob("*.partial"):
@@ -232,12 +340,14 @@ class TrajectoryStore:
     def load(self, keys: list[str] | None = None) -> dict[str, np.ndarray]:
         """Read whole arrays (committed rows only) into memory."""
         n = self.num_steps
-        return {key: np.asarray(self.array(key)[:n]) for key in (keys or self.keys)}
+        return {key: self._read(self.array(key), slice(0, n), f"data/{key}") for key in (keys or self.keys)}
 
     def _bounds(self, index: int) -> tuple[int, int]:
         n = self.num_episodes
         if not -n <= index < n:
-            raise IndexError(f"episode {index} out of range: store {str(self.path)!r} has {n} episodes")
+            raise EpisodeIndexError(
+                f"episode {index} out of range: store {str(self.path)!r} has {n} episodes (0..{n - 1})"
+            )
         index %= n
         start = int(self._ends[index - 1]) if index else 0
         return start, int(self._ends[index])
@@ -245,38 +355,61 @@ class TrajectoryStore:
     def episode(self, index: int, keys: list[str] | None = None) -> dict[str, np.ndarray]:
         """All arrays of one episode, keyed like the store."""
         start, end = self._bounds(index)
-        return {key: np.asarray(self.array(key)[start:end]) for key in (keys or self.keys)}
+        return {
+            key: self._read(self.array(key), slice(start, end), f"data/{key}") for key in (keys or self.keys)
+        }
 
     def episode_meta(self, index: int) -> EpisodeMeta:
         start, end = self._bounds(index)
         index %= self.num_episodes
-        ep = self._columns
-
-        def state(name: str) -> np.ndarray | None:
-            return np.asarray(ep[name][index]) if name in ep else None
-
+        row = slice(index, index + 1)
+        values = {
+            name: self._read(column, row, f"meta/episodes/{name}")[0]
+            for name, column in self._columns.items()
+        }
+        try:
+            env_kwargs = json.loads(str(values["env_kwargs"]))
+        except json.JSONDecodeError:
+            raise StoreCorruptError(
+                f"trajectory store {str(self.path)!r} is corrupt: meta/episodes/env_kwargs of episode {index} "
+                "is not JSON"
+            ) from None
         return EpisodeMeta(
             index=index,
-            env_id=str(ep["env_id"][index]),
-            env_kwargs=json.loads(str(ep["env_kwargs"][index])),
-            seed=int(ep["seed"][index]),
-            success=bool(ep["success"][index]),
+            env_id=str(values["env_id"]),
+            env_kwargs=env_kwargs,
+            seed=int(values["seed"]),
+            success=bool(values["success"]),
             length=end - start,
-            return_=float(ep["return"][index]),
+            return_=float(values["return"]),
             start=start,
-            initial_state=state("initial_state"),
-            final_state=state("final_state"),
+            initial_state=values.get("initial_state"),
+            final_state=values.get("final_state"),
         )
 
     def episodes_table(self) -> dict[str, np.ndarray]:
         """The scalar columns of ``meta/episodes`` for all committed episodes."""
         n = self.num_episodes
-        ep = self._columns
-        table = {name: np.asarray(ep[name][:n]) for name in ("env_id", "seed", "length", "success", "return")}
-        if n == 0:
-            table["env_id"] = np.zeros(0, dtype=object)
+        table = {
+            name: self._read(self._columns[name], slice(0, n), f"meta/episodes/{name}")
+            for name in ("env_id", "seed", "length", "success", "return")
+        }
         table["env_id"] = np.array([str(x) for x in table["env_id"]], dtype=object)
         return table
+
+    def verify(self) -> dict[str, Any]:
+        """Decode every committed chunk of every array and column, checksums included; returns a report.
+
+        Opening a store already checks that its metadata, episode table and arrays agree; this also reads
+        every chunk, so a damaged file is found before anything trains on it or replays it.
+
+        Raises:
+            StoreCorruptError: naming the first array, rows and episodes that cannot be read.
+        """
+        report = read_every_chunk(self._ends, self._schema, self._arrays, self._columns, self._read)
+        for i in range(self.num_episodes):
+            self.episode_meta(i)  # env_kwargs must be JSON
+        return {"path": str(self.path), **report, "ok": True}
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         for i in range(self.num_episodes):
@@ -369,7 +502,7 @@ class TrajectoryStore:
             self._create_data_arrays(batch[0][1], first.get("initial_state"), first.get("final_state"))
         for _, schema in batch:
             if schema != self._schema:
-                raise StoreSchemaError(_schema_difference(self._schema, schema, self.path))
+                raise StoreSchemaError(schema_difference(self._schema, schema, self.path))
 
         n, start = self.num_episodes, self.num_steps
         lengths = [len(next(iter(arrays.values()))) for arrays, _ in batch]
@@ -469,14 +602,19 @@ class TrajectoryStore:
             shape = tuple(spec["shape"])
             rows = _chunk_rows(shape, np.dtype(spec["dtype"]))
             self._arrays[key] = self._data.create_array(
-                key, shape=(0, *shape), dtype=spec["dtype"], chunks=(rows, *shape)
+                key, shape=(0, *shape), dtype=spec["dtype"], chunks=(rows, *shape), compressors=_codecs()
             )
         state = initial_state if initial_state is not None else final_state
         if state is not None:
             width = int(np.asarray(state).size)
             for name in ("initial_state", "final_state"):
                 self._columns[name] = self._episodes.create_array(
-                    name, shape=(0, width), dtype="float64", chunks=(64, width), fill_value=np.nan
+                    name,
+                    shape=(0, width),
+                    dtype="float64",
+                    chunks=(64, width),
+                    fill_value=np.nan,
+                    compressors=_codecs(),
                 )
         self._schema = schema
         self._root.attrs["schema"] = schema
@@ -493,25 +631,6 @@ def _write_concurrently(writes: list[tuple[zarr.Array, slice, np.ndarray]]) -> N
         await asyncio.gather(*(array.async_array.setitem(where, value) for array, where, value in writes))
 
     zarr_sync(write_all())
-
-
-def _schema_difference(old: dict, new: dict, path: Path) -> str:
-    missing = sorted(set(old) - set(new))
-    extra = sorted(set(new) - set(old))
-    changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-    parts = []
-    if missing:
-        parts.append(f"missing keys {missing}")
-    if extra:
-        parts.append(f"new keys {extra}")
-    for key in changed:
-        parts.append(
-            f"{key!r} is {new[key]['dtype']}{tuple(new[key]['shape'])}, store has {old[key]['dtype']}{tuple(old[key]['shape'])}"
-        )
-    return (
-        f"episode does not match store {str(path)!r}: {'; '.join(parts)}. "
-        "Record episodes of a different environment into a separate store."
-    )
 
 
 def _embodia_version() -> str:

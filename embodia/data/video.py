@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
+from embodia.core.paths import output_file
+
 
 def write_video(path: str | Path, frames: Iterable[np.ndarray], fps: int = 20) -> Path:
     """Encode ``frames`` (H, W, 3 uint8, all the same size) as an H.264 mp4 at ``path``."""
     import imageio.v2 as imageio
 
-    path = Path(path)
+    path = output_file(path, "video")
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = imageio.get_writer(
         str(path),

@@ -3,7 +3,7 @@
 Every offline-RL method here (BC, IQL, GCIQL, DEAS) ends in the same kind of network: an
 observation normalizer and an MLP actor that outputs ``horizon`` actions. This module writes that
 pair to a folder and loads it back as an embodia policy; sequences (``horizon > 1``) are returned as
-``(horizon, action_dim)`` chunks that :func:`embodia.rollout.rollout` executes step by step.
+``(horizon, action_dim)`` chunks that :func:`embodia.runner.rollout` executes step by step.
 """
 
 from __future__ import annotations

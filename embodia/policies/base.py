@@ -2,7 +2,7 @@
 
 A policy is anything with ``reset(seed=None)`` and ``act(obs) -> action`` (NumPy in, NumPy out).
 Policies that predict action sequences set ``chunk_size`` and may return a ``(chunk, action_dim)``
-array; :func:`embodia.rollout.rollout` executes the chunk step by step.
+array; :func:`embodia.runner.rollout` executes the chunk step by step.
 
 A trained policy is a folder with ``config.json`` (whose ``"type"`` names a registered policy class)
 and ``model.safetensors``. :func:`load_policy` never unpickles anything.
@@ -80,14 +80,27 @@ def load_policy(path: str | Path) -> Policy:
         )
     try:
         config = json.loads(config_path.read_text())
-    except json.JSONDecodeError as error:
-        raise PolicyError(f"{config_path} is not valid JSON ({error}); re-export the policy") from error
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise PolicyError(f"{config_path} is not valid JSON ({error}); re-export the policy") from None
+    if not isinstance(config, dict):
+        raise PolicyError(
+            f'{config_path} must hold a JSON object with a "type", got a {type(config).__name__}; '
+            "re-export the policy"
+        )
     kind = config.get("type")
     _import_policy_modules()
     if kind not in _POLICY_TYPES:
         known = ", ".join(sorted(_POLICY_TYPES)) or "none registered"
         raise PolicyError(f"{config_path} has policy type {kind!r}, which embodia does not know ({known})")
-    return _POLICY_TYPES[kind](folder)
+    try:
+        return _POLICY_TYPES[kind](folder)
+    except PolicyError:
+        raise
+    except Exception as error:  # a damaged folder: truncated weights, missing tensors or config fields
+        raise PolicyError(
+            f"cannot load the {kind} policy at {str(folder)!r}: {type(error).__name__}: {error}; the folder is "
+            "incomplete or damaged, re-export it"
+        ) from None
 
 
 def make_policy(spec: str | Policy, env: gymnasium.Env) -> Policy:

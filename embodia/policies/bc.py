@@ -9,10 +9,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import torch
+from pydantic import Field
 
+from embodia.core.validation import validate
 from embodia.policies.networks import Actor, ObsNormalizer
 
 
@@ -20,20 +22,29 @@ from embodia.policies.networks import Actor, ObsNormalizer
 class BCConfig:
     """Hyperparameters of behaviour cloning."""
 
-    chunk: int = 1
-    """H: actions predicted (and executed) per decision."""
-    hidden: tuple[int, ...] = (256, 256, 256)
-    """Hidden layer sizes (LayerNorm + GELU)."""
-    lr: float = 3e-4
-    """Adam learning rate."""
-    execute_steps: int | None = None
-    """Steps of each chunk executed before re-planning (default: the whole chunk)."""
+    chunk: Annotated[int, Field(ge=1)] = 1
+    """H (>= 1): actions predicted (and executed) per decision."""
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = (256, 256, 256)
+    """Hidden layer sizes, each >= 1 (LayerNorm + GELU)."""
+    lr: Annotated[float, Field(gt=0)] = 3e-4
+    """Adam learning rate (> 0)."""
+    execute_steps: Annotated[int, Field(ge=1)] | None = None
+    """Steps of each chunk executed before re-planning, 1..chunk (default: the whole chunk)."""
+
+    def __post_init__(self) -> None:
+        if self.execute_steps is not None and self.execute_steps > self.chunk:
+            raise ValueError(
+                f"execute_steps ({self.execute_steps}) cannot exceed chunk ({self.chunk}): "
+                "a chunk has only that many actions"
+            )
 
 
 class BC:
     """Behaviour cloning learner over windows of ``chunk`` steps."""
 
     name = "bc"
+    needs_reward: ClassVar[bool] = False
+    """imitates actions only: a store without rewards is fine"""
 
     def __init__(
         self,
@@ -43,6 +54,7 @@ class BC:
         reward_range: tuple[float, float] = (0.0, 1.0),
         seed: int = 0,
     ) -> None:
+        config = validate(BCConfig, config, where="bc config")  # a config built in Python, too
         torch.manual_seed(seed)
         self.config = config
         self.window = config.chunk

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from embodia.core.cli_args import nonnegative_int, output_file_path, positive_int, seed
 from embodia.errors import EmbodiaError
 
 
@@ -29,12 +30,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("method", choices=METHOD_NAMES)
     p.add_argument("--dataset", required=True, metavar="STORE.zarr")
     p.add_argument("--env", dest="env_id", help="environment for periodic evaluation")
-    p.add_argument("--task-id", type=int, help="evaluation task (OGBench 1-5)")
-    p.add_argument("--steps", type=int, default=10_000)
-    p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=2_000)
-    p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument("--task-id", type=positive_int, help="evaluation task (OGBench 1-5)")
+    p.add_argument("--steps", type=positive_int, default=10_000)
+    p.add_argument("--batch-size", type=positive_int, default=256)
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--eval-every", type=nonnegative_int, default=2_000)
+    p.add_argument("--eval-episodes", type=nonnegative_int, default=10)
     p.add_argument(
         "--config", type=_json_arg, default={}, metavar="JSON", help="method options, e.g. '{\"horizon\": 8}'"
     )
@@ -44,14 +45,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="success rate of a policy with a 95%% Wilson interval")
     p.add_argument("policy", help="a run directory or a policy folder")
     p.add_argument("--env", dest="env_id", help="default: the environment the policy was trained for")
-    p.add_argument("--task-id", type=int)
-    p.add_argument("--episodes", type=int, default=20, help="episodes per seed")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--task-id", type=positive_int)
+    p.add_argument("--episodes", type=positive_int, default=20, help="episodes per seed")
+    p.add_argument("--seeds", type=seed, nargs="+", default=[0])
     p.add_argument("--record", metavar="STORE.zarr", help="record the evaluation episodes")
-    p.add_argument("--video", metavar="OUT.mp4", help="render the evaluation episodes")
+    p.add_argument("--video", type=output_file_path, metavar="OUT.mp4", help="render the evaluation episodes")
     p.add_argument(
         "--execute-steps",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="actions of each predicted chunk to run before re-planning (1 = receding horizon)",
     )
@@ -63,14 +64,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q = bench_sub.add_parser("offline-rl", help="DEAS vs IQL vs BC on generated OGBench data")
     q.add_argument("--quick", action="store_true", help="seconds-long smoke version")
     q.add_argument("--out", default="runs/offline_rl")
-    q.add_argument("--steps", type=int, help="gradient steps per run")
-    q.add_argument("--seeds", type=int, nargs="+")
+    q.add_argument("--steps", type=positive_int, help="gradient steps per run")
+    q.add_argument("--seeds", type=seed, nargs="+")
     q.add_argument(
         "--env", dest="families", nargs="+", metavar="FAMILY", help="subset, e.g. CubeSingle Scene"
     )
     q.add_argument("--methods", nargs="+", choices=("deas", "iql", "bc"), help="subset of the methods")
-    q.add_argument("--episodes", type=int, help="dataset episodes per environment")
-    q.add_argument("--eval-episodes", type=int)
+    q.add_argument("--episodes", type=positive_int, help="dataset episodes per environment")
+    q.add_argument("--eval-episodes", type=nonnegative_int)
     q.set_defaults(func=_cmd_bench_offline_rl)
 
 

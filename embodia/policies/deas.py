@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
+from embodia.core.validation import validate
 from embodia.policies.distributional import Support, cross_entropy, expected_value, hl_gauss, value_range
 from embodia.policies.networks import Actor, Critic, ObsNormalizer, expectile_weights, mlp, polyak_update
 
@@ -58,39 +60,49 @@ def sequence_target(
 class DEASConfig:
     """Hyperparameters of DEAS (defaults follow the paper's OGBench settings where it reports them)."""
 
-    horizon: int = 4
-    """H: length of the action sequences the critic scores and the actor outputs (paper: 4 cube, 8 scene/puzzle)."""
-    gamma1: float = 0.9
-    """Discount of rewards inside a sequence (intra-option; the paper reports 0.9)."""
-    gamma2: float = 0.999
-    """Discount between sequences (inter-option; the bootstrap is weighted by gamma2 ** H; paper: 0.999,
-    authors' robot code: 0.99 — which doubled CubeSingle success at a 10k-step budget, see README)."""
-    expectile: float = 0.7
-    """tau of the expectile regression of V toward Qbar (0.5 = mean; paper: 0.7-0.9)."""
+    horizon: Annotated[int, Field(ge=1)] = 4
+    """H (>= 1): length of the action sequences the critic scores and the actor outputs (paper: 4 cube, 8 scene/puzzle)."""
+    gamma1: Annotated[float, Field(gt=0, le=1)] = 0.9
+    """Discount of rewards inside a sequence, in (0, 1] (intra-option; the paper reports 0.9)."""
+    gamma2: Annotated[float, Field(gt=0, lt=1)] = 0.999
+    """Discount between sequences, in (0, 1) (inter-option; the bootstrap is weighted by gamma2 ** H; paper:
+    0.999, authors' robot code: 0.99 — which doubled CubeSingle success at a 10k-step budget, see README;
+    1 would make the value support infinite)."""
+    expectile: Annotated[float, Field(gt=0, lt=1)] = 0.7
+    """tau in (0, 1) of the expectile regression of V toward Qbar (0.5 = mean; paper: 0.7-0.9)."""
     distributional: bool = True
     """Categorical V and Q with HL-Gauss targets (False: scalar heads and squared errors)."""
-    bins: int = 101
-    """Number of bins of the categorical value distributions."""
-    polyak: float = 0.005
-    """Soft update rate of the target critic."""
-    hidden: tuple[int, ...] = (256, 256, 256)
-    """Hidden layer sizes of every network (LayerNorm + GELU)."""
-    lr: float = 3e-4
-    """Adam learning rate of all networks."""
-    extraction: str = "ddpg_bc"
+    bins: Annotated[int, Field(ge=2)] = 101
+    """Number of bins (>= 2) of the categorical value distributions."""
+    polyak: Annotated[float, Field(gt=0, le=1)] = 0.005
+    """Soft update rate of the target critic, in (0, 1]."""
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = (256, 256, 256)
+    """Hidden layer sizes (each >= 1) of every network (LayerNorm + GELU)."""
+    lr: Annotated[float, Field(gt=0)] = 3e-4
+    """Adam learning rate (> 0) of all networks."""
+    extraction: Literal["ddpg_bc", "awr"] = "ddpg_bc"
     """Policy extraction: "ddpg_bc" or "awr"."""
-    alpha: float = 1.0
-    """DDPG+BC: weight of the behaviour-cloning term."""
-    awr_temperature: float = 3.0
-    """AWR: inverse temperature beta of the advantage weights."""
-    execute_steps: int | None = None
-    """Steps of each predicted sequence executed before re-planning (default: all H)."""
+    alpha: Annotated[float, Field(ge=0)] = 1.0
+    """DDPG+BC: weight (>= 0) of the behaviour-cloning term."""
+    awr_temperature: Annotated[float, Field(ge=0)] = 3.0
+    """AWR: inverse temperature beta (>= 0) of the advantage weights."""
+    execute_steps: Annotated[int, Field(ge=1)] | None = None
+    """Steps of each predicted sequence executed before re-planning, 1..H (default: all H)."""
+
+    def __post_init__(self) -> None:
+        if self.execute_steps is not None and self.execute_steps > self.horizon:
+            raise ValueError(
+                f"execute_steps ({self.execute_steps}) cannot exceed horizon ({self.horizon}): "
+                "a sequence has only H actions"
+            )
 
 
 class DEAS:
     """DEAS learner over windows from :class:`embodia.data.sampling.WindowSampler` (``window = H``)."""
 
     name = "deas"
+    needs_reward: ClassVar[bool] = True
+    """learns from the dataset's rewards (``embodia train`` refuses a store without a ``reward`` key)"""
 
     def __init__(
         self,
@@ -100,8 +112,7 @@ class DEAS:
         reward_range: tuple[float, float],
         seed: int = 0,
     ) -> None:
-        if config.extraction not in ("ddpg_bc", "awr"):
-            raise ValueError(f"extraction must be 'ddpg_bc' or 'awr', got {config.extraction!r}")
+        config = validate(DEASConfig, config, where="deas config")  # a config built in Python, too
         torch.manual_seed(seed)
         self.config = config
         self.window = config.horizon

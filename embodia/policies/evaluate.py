@@ -17,7 +17,7 @@ from typing import Any
 
 from embodia.errors import PolicyError
 from embodia.policies.base import Policy, load_policy
-from embodia.rollout import rollout
+from embodia.runner import rollout
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
+from embodia.core.validation import validate
 from embodia.data.sampling import WindowSampler, to_torch
 from embodia.policies.networks import Actor, Critic, ObsNormalizer, expectile_loss, mlp, polyak_update
 
@@ -31,28 +33,36 @@ from embodia.policies.networks import Actor, Critic, ObsNormalizer, expectile_lo
 class GCIQLConfig:
     """Hyperparameters of GCIQL (OGBench's defaults)."""
 
-    gamma: float = 0.99
-    """Discount factor (also sets the geometric offset of future goals)."""
-    expectile: float = 0.9
-    """tau of the expectile regression of V."""
-    p_current: float = 0.2
+    gamma: Annotated[float, Field(gt=0, lt=1)] = 0.99
+    """Discount factor, in (0, 1) (also sets the geometric offset of future goals, which needs gamma < 1)."""
+    expectile: Annotated[float, Field(gt=0, lt=1)] = 0.9
+    """tau in (0, 1) of the expectile regression of V."""
+    p_current: Annotated[float, Field(ge=0, le=1)] = 0.2
     """Probability that a value goal is the current state."""
-    p_future: float = 0.5
-    """Probability that a value goal is a future state of the same trajectory (else a random state)."""
-    polyak: float = 0.005
-    """Soft update rate of the target critic."""
-    hidden: tuple[int, ...] = (256, 256, 256)
-    """Hidden layer sizes (LayerNorm + GELU)."""
-    lr: float = 3e-4
-    """Adam learning rate."""
-    alpha: float = 0.3
-    """DDPG+BC: weight of the behaviour-cloning term (OGBench: 0.3 for navigation, 1.0 for manipulation)."""
+    p_future: Annotated[float, Field(ge=0, le=1)] = 0.5
+    """Probability that a value goal is a future state of the same trajectory (else a random state);
+    p_current + p_future <= 1."""
+    polyak: Annotated[float, Field(gt=0, le=1)] = 0.005
+    """Soft update rate of the target critic, in (0, 1]."""
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = (256, 256, 256)
+    """Hidden layer sizes, each >= 1 (LayerNorm + GELU)."""
+    lr: Annotated[float, Field(gt=0)] = 3e-4
+    """Adam learning rate (> 0)."""
+    alpha: Annotated[float, Field(ge=0)] = 0.3
+    """DDPG+BC: weight (>= 0) of the behaviour-cloning term (OGBench: 0.3 for navigation, 1.0 for
+    manipulation)."""
+
+    def __post_init__(self) -> None:
+        if self.p_current + self.p_future > 1:
+            raise ValueError(f"p_current + p_future must be <= 1, got {self.p_current} + {self.p_future}")
 
 
 class GCIQL:
     """Goal-conditioned IQL; draws its own relabelled batches (``sample``)."""
 
     name = "gciql"
+    needs_reward: ClassVar[bool] = False
+    """rewards come from hindsight goals (``r = 1(g = s_t) - 1``), not from the dataset"""
     obs_keys = ("state", "goal")
 
     def __init__(
@@ -63,6 +73,7 @@ class GCIQL:
         reward_range: tuple[float, float] = (-1.0, 0.0),
         seed: int = 0,
     ) -> None:
+        config = validate(GCIQLConfig, config, where="gciql config")  # a config built in Python, too
         torch.manual_seed(seed)
         self.config = config
         self.window = 1

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
+from embodia.core.validation import validate
 from embodia.policies.networks import Actor, Critic, ObsNormalizer, expectile_loss, mlp, polyak_update
 
 
@@ -27,30 +29,32 @@ from embodia.policies.networks import Actor, Critic, ObsNormalizer, expectile_lo
 class IQLConfig:
     """Hyperparameters of IQL (OGBench reference values where they exist)."""
 
-    n_step: int = 1
-    """Rewards summed before bootstrapping (1 = IQL)."""
-    gamma: float = 0.99
-    """Discount factor."""
-    expectile: float = 0.7
-    """tau of the expectile regression of V."""
-    polyak: float = 0.005
-    """Soft update rate of the target critic."""
-    hidden: tuple[int, ...] = (256, 256, 256)
-    """Hidden layer sizes of every network (LayerNorm + GELU)."""
-    lr: float = 3e-4
-    """Adam learning rate of all networks."""
-    extraction: str = "ddpg_bc"
+    n_step: Annotated[int, Field(ge=1)] = 1
+    """Rewards summed before bootstrapping (>= 1; 1 = IQL)."""
+    gamma: Annotated[float, Field(gt=0, le=1)] = 0.99
+    """Discount factor, in (0, 1]."""
+    expectile: Annotated[float, Field(gt=0, lt=1)] = 0.7
+    """tau in (0, 1) of the expectile regression of V."""
+    polyak: Annotated[float, Field(gt=0, le=1)] = 0.005
+    """Soft update rate of the target critic, in (0, 1]."""
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = (256, 256, 256)
+    """Hidden layer sizes (each >= 1) of every network (LayerNorm + GELU)."""
+    lr: Annotated[float, Field(gt=0)] = 3e-4
+    """Adam learning rate (> 0) of all networks."""
+    extraction: Literal["ddpg_bc", "awr"] = "ddpg_bc"
     """Policy extraction: "ddpg_bc" or "awr"."""
-    alpha: float = 1.0
-    """DDPG+BC: weight of the behaviour-cloning term."""
-    awr_temperature: float = 3.0
-    """AWR: inverse temperature of the advantage weights."""
+    alpha: Annotated[float, Field(ge=0)] = 1.0
+    """DDPG+BC: weight (>= 0) of the behaviour-cloning term."""
+    awr_temperature: Annotated[float, Field(ge=0)] = 3.0
+    """AWR: inverse temperature (>= 0) of the advantage weights."""
 
 
 class IQL:
     """IQL learner over windows of ``n_step`` steps."""
 
     name = "iql"
+    needs_reward: ClassVar[bool] = True
+    """learns from the dataset's rewards (``embodia train`` refuses a store without a ``reward`` key)"""
 
     def __init__(
         self,
@@ -60,8 +64,7 @@ class IQL:
         reward_range: tuple[float, float] = (0.0, 1.0),
         seed: int = 0,
     ) -> None:
-        if config.extraction not in ("ddpg_bc", "awr"):
-            raise ValueError(f"extraction must be 'ddpg_bc' or 'awr', got {config.extraction!r}")
+        config = validate(IQLConfig, config, where="iql config")  # a config built in Python, too
         torch.manual_seed(seed)
         self.config = config
         self.window = config.n_step

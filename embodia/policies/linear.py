@@ -35,6 +35,11 @@ class LinearPolicy:
         pass
 
     def act(self, obs: Any) -> np.ndarray:
+        missing = [k for k in self.obs_keys if k not in obs]
+        if missing:
+            raise PolicyError(
+                f"linear policy needs observation keys {self.obs_keys}, the environment gives {sorted(obs)}"
+            )
         x = np.concatenate([np.ravel(obs[k]) for k in self.obs_keys]).astype(np.float32)
         if x.shape[0] != self.weight.shape[1]:
             raise PolicyError(

@@ -21,12 +21,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
+from pydantic import BeforeValidator, Field
 from safetensors.torch import save_file
 
+from embodia.core.validation import validate
 from embodia.data.sampling import WindowSampler, to_torch
 from embodia.data.store import TrajectoryStore
 from embodia.errors import EmbodiaError
@@ -37,7 +39,8 @@ from embodia.policies.gciql import GCIQL, GCIQLConfig
 from embodia.policies.iql import IQL, IQLConfig
 from embodia.policies.networks import ObsNormalizer
 
-#: method name -> (learner class, config dataclass)
+#: method name -> (learner class, config dataclass); a learner class says whether it learns from the
+#: dataset's rewards (``needs_reward``)
 METHODS: dict[str, tuple[type, type]] = {
     "deas": (DEAS, DEASConfig),
     "iql": (IQL, IQLConfig),
@@ -46,54 +49,90 @@ METHODS: dict[str, tuple[type, type]] = {
 }
 
 
+def _fspath(value: Any) -> Any:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+#: a file or folder path, given as a string or a ``pathlib.Path`` (stored as a string)
+PathStr = Annotated[str, BeforeValidator(_fspath), Field(min_length=1)]
+
+
 @dataclass
 class TrainConfig:
     """One training run."""
 
-    method: str
+    method: Literal["deas", "iql", "bc", "gciql"]
     """"deas", "iql", "bc" or "gciql"."""
-    dataset: str
+    dataset: PathStr
     """Path of the trajectory store to learn from."""
-    out: str
+    out: PathStr
     """Run directory (created)."""
     env_id: str | None = None
     """Environment for periodic evaluation (None: no evaluation)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Arguments of the evaluation environment (e.g. {"task_id": 2})."""
-    steps: int = 10_000
-    """Gradient steps."""
-    batch_size: int = 256
-    """Windows per gradient step."""
-    seed: int = 0
-    """Seed of networks, sampling and evaluation."""
-    eval_every: int = 2_000
+    steps: Annotated[int, Field(ge=1)] = 10_000
+    """Gradient steps (>= 1)."""
+    batch_size: Annotated[int, Field(ge=1)] = 256
+    """Windows per gradient step (>= 1)."""
+    seed: Annotated[int, Field(ge=0)] = 0
+    """Seed of networks, sampling and evaluation (>= 0)."""
+    eval_every: Annotated[int, Field(ge=0)] = 2_000
     """Evaluate (and checkpoint) every this many steps (0: only at the end)."""
-    eval_episodes: int = 10
-    """Episodes per evaluation."""
-    log_every: int = 250
-    """Write a metrics line every this many steps."""
+    eval_episodes: Annotated[int, Field(ge=0)] = 10
+    """Episodes per evaluation (0: no evaluation)."""
+    log_every: Annotated[int, Field(ge=1)] = 250
+    """Write a metrics line every this many steps (>= 1)."""
     method_config: dict[str, Any] = field(default_factory=dict)
-    """Overrides of the method's config dataclass (e.g. {"horizon": 8})."""
+    """Overrides of the method's config dataclass (e.g. {"horizon": 8}); validated by
+    :func:`method_config_for` (JSON lists become tuples)."""
+
+
+def check_train_config(config: TrainConfig | dict[str, Any]) -> TrainConfig:
+    """``config`` with every field checked (types, ranges, no NaN / inf, no unknown fields).
+
+    Raises:
+        ConfigError: one line naming every invalid field, e.g. ``train config: steps: Input should be
+            greater than or equal to 1 (got 0)``.
+    """
+    return validate(TrainConfig, config, where="train config")
+
+
+def method_config_for(method: str, options: dict[str, Any]) -> Any:
+    """The validated config dataclass of ``method`` with ``options`` (e.g. parsed from ``--config``) applied.
+
+    Raises:
+        ConfigError: e.g. ``deas config: horizon: Input should be greater than or equal to 1 (got 0)``.
+    """
+    if method not in METHODS:
+        raise EmbodiaError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return validate(METHODS[method][1], options, where=f"{method} config")
 
 
 def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple[Any, WindowSampler]:
-    """The learner and the window sampler it trains from."""
-    if config.method not in METHODS:
-        raise EmbodiaError(f"unknown method {config.method!r}; choose one of {', '.join(METHODS)}")
-    learner_cls, config_cls = METHODS[config.method]
-    known = {f.name for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(config.method_config) - known)
-    if unknown:
-        raise EmbodiaError(f"{config.method} has no option(s) {unknown}; options: {sorted(known)}")
-    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in config.method_config.items()}
-    method_config = config_cls(**overrides)
+    """The learner and the window sampler it trains from.
+
+    Raises:
+        ConfigError: an invalid training or method config.
+        EmbodiaError: the store lacks what the method learns from (``state``; ``reward`` for methods
+            whose learner class sets ``needs_reward``).
+    """
+    config = check_train_config(config)
+    learner_cls, _ = METHODS[config.method]
+    method_config = method_config_for(config.method, config.method_config)
+    store = str(sampler_source.path)
+    if getattr(learner_cls, "needs_reward", False) and "reward" not in sampler_source.keys:
+        raise EmbodiaError(
+            f"store {store!r} has no 'reward' key: {config.method} learns from rewards; "
+            "record with rewards or use bc"
+        )
     window = (
         getattr(method_config, "horizon", None)
         or getattr(method_config, "chunk", None)
         or getattr(method_config, "n_step", 1)
     )
     if "state" not in sampler_source.keys:
-        raise EmbodiaError(f"store {str(sampler_source.path)!r} has no 'state' observations to learn from")
+        raise EmbodiaError(f"store {store!r} has no 'state' observations to learn from")
     sampler = WindowSampler(sampler_source, horizon=window, obs_keys=["state"], seed=config.seed)
     if learner_cls is GCIQL:
         normalizer = GCIQL.fit_normalizer(sampler)
@@ -124,7 +163,7 @@ def export_policy(learner: Any, folder: Path, meta: dict[str, Any]) -> ActorPoli
 def evaluate(
     policy: Any, env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int
 ) -> dict[str, float]:
-    from embodia.rollout import rollout
+    from embodia.runner import rollout
 
     result = rollout(env_id, policy, episodes=episodes, seed=seed, env_kwargs=env_kwargs)
     return {
@@ -138,10 +177,12 @@ def train(config: TrainConfig, progress: bool = False) -> dict[str, Any]:
     """Run ``config``; returns the final metrics (with ``interrupted`` if stopped by Ctrl-C)."""
     # Small MLPs on a 2-core machine: one intra-op thread is faster than two fighting the simulator.
     torch.set_num_threads(int(os.environ.get("EMBODIA_TORCH_THREADS", "1")))
+    config = check_train_config(config)
+    method_config_for(config.method, config.method_config)  # a bad --config is named before the store is read
+    store = TrajectoryStore(config.dataset)
+    learner, sampler = build_learner(config, store)  # every refusal comes before the run directory exists
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    store = TrajectoryStore(config.dataset)
-    learner, sampler = build_learner(config, store)
     (out / "train_config.json").write_text(
         json.dumps(
             {**dataclasses.asdict(config), "resolved": dataclasses.asdict(learner.config)},

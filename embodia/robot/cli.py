@@ -12,7 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from embodia.cli import parse_kwargs
+from embodia.core.cli_args import (
+    ArgumentParser,
+    nonnegative_int,
+    output_file_path,
+    parse_kwargs,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 
 def _ros_args(p: argparse.ArgumentParser) -> None:
@@ -31,9 +39,11 @@ def _argv_for_ros(args: argparse.Namespace) -> list[str]:
 
 def _add_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("env_id", help="embodia environment id, e.g. embodia/PointMaze-Medium-v0")
-    p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED+i")
-    p.add_argument("--episodes", type=int, help="stop after this many episodes (default: run until Ctrl-C)")
-    p.add_argument("--max-steps", type=int, help="cut episodes at this many steps")
+    p.add_argument("--seed", type=seed, default=0, help="episode i uses seed SEED+i")
+    p.add_argument(
+        "--episodes", type=positive_int, help="stop after this many episodes (default: run until Ctrl-C)"
+    )
+    p.add_argument("--max-steps", type=positive_int, help="cut episodes at this many steps")
     p.add_argument(
         "--mode",
         choices=("lockstep", "rate"),
@@ -41,7 +51,10 @@ def _add_sim_arguments(p: argparse.ArgumentParser) -> None:
         help="lockstep: one step per command; rate: step at --rate-hz in wall time",
     )
     p.add_argument(
-        "--rate-hz", type=float, default=20.0, help="rate mode step rate; sim time per step is 1/RATE"
+        "--rate-hz",
+        type=positive_float,
+        default=20.0,
+        help="rate mode step rate; sim time per step is 1/RATE",
     )
     p.add_argument("--state-type", default="JointState", choices=("JointState", "Float64MultiArray"))
     p.add_argument(
@@ -57,48 +70,58 @@ def _add_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--render", action="store_true", help="also publish env.render() frames on obs/camera")
     p.add_argument(
         "--republish-period",
-        type=float,
+        type=positive_float,
         default=0.5,
         help="lockstep: publish the observation again after this many seconds without a command",
     )
     p.add_argument(
         "--wait-for-subscribers",
-        type=int,
+        type=nonnegative_int,
         default=0,
         metavar="N",
         help="start when a controller publishes cmd and every observation topic has N subscribers",
     )
     p.add_argument(
-        "--results", metavar="OUT.json", help="write per-episode results here when the bridge stops"
+        "--results",
+        type=output_file_path,
+        metavar="OUT.json",
+        help="write per-episode results here when the bridge stops",
     )
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE")
 
 
 def sim_parser() -> argparse.ArgumentParser:
     """The arguments of ``embodia robot sim`` (also those of ``ros2 run embodia_ros sim_node``)."""
-    p = argparse.ArgumentParser(prog="sim_node", description="embodia simulator bridge node")
+    p = ArgumentParser(prog="sim_node", description="embodia simulator bridge node")
     _add_sim_arguments(p)
     return p
 
 
 def build_sim_config(args: argparse.Namespace) -> Any:
-    from embodia.robot.sim_bridge import BridgeConfig
+    """The validated :class:`~embodia.robot.sim_bridge.BridgeConfig` of the sim arguments.
 
-    return BridgeConfig(
-        env_id=args.env_id,
-        env_kwargs=parse_kwargs(args.env_kwarg),
-        seed=args.seed,
-        episodes=args.episodes,
-        max_steps=args.max_steps,
-        mode=args.mode,
-        rate_hz=args.rate_hz,
-        state_type=args.state_type,
-        command_type=args.command_type,
-        twist_components=args.twist_components,
-        render=args.render,
-        republish_period=args.republish_period,
-        wait_for_subscribers=args.wait_for_subscribers,
-        results=args.results,
+    Raises:
+        RobotConfigError: naming the invalid option(s), e.g. ``sim bridge: rate_hz: ... (got nan)``.
+    """
+    from embodia.robot.sim_bridge import check_bridge_config
+
+    return check_bridge_config(
+        {
+            "env_id": args.env_id,
+            "env_kwargs": parse_kwargs(args.env_kwarg),
+            "seed": args.seed,
+            "episodes": args.episodes,
+            "max_steps": args.max_steps,
+            "mode": args.mode,
+            "rate_hz": args.rate_hz,
+            "state_type": args.state_type,
+            "command_type": args.command_type,
+            "twist_components": args.twist_components,
+            "render": args.render,
+            "republish_period": args.republish_period,
+            "wait_for_subscribers": args.wait_for_subscribers,
+            "results": args.results,
+        }
     )
 
 
@@ -110,13 +133,13 @@ def _add_record_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--step-on", metavar="TOPIC", help="one row per message of this topic")
     p.add_argument("--episode-topic", default="episode", help="JSON episode events ('' for none)")
-    p.add_argument("--episodes", type=int, help="stop after this many episodes")
-    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    p.add_argument("--episodes", type=positive_int, help="stop after this many episodes")
+    p.add_argument("--duration", type=positive_float, help="stop after this many seconds")
     p.add_argument("--env-id", default="ros2", help="env_id stored when no episode event names one")
 
 
 def record_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="record_node", description="record ROS 2 topics into a trajectory store")
+    p = ArgumentParser(prog="record_node", description="record ROS 2 topics into a trajectory store")
     _add_record_arguments(p)
     return p
 
@@ -212,9 +235,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="NODE.yaml",
         help="topics, rate, limits (see README, section ROS 2 deployment)",
     )
-    p.add_argument("--rate-hz", type=float, help="override the config's control rate")
+    p.add_argument("--rate-hz", type=positive_float, help="override the config's control rate")
     p.add_argument("--trigger", choices=("timer", "observation"), help="override the config's trigger")
-    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    p.add_argument("--duration", type=positive_float, help="stop after this many seconds")
     p.add_argument("--status-out", metavar="OUT.json", help="write the final status (counters, rate) here")
     _ros_args(p)
     p.set_defaults(func=cmd_policy)
@@ -236,9 +259,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--twist-components", nargs="+")
     p.add_argument("--trigger", default="observation", choices=("timer", "observation"))
-    p.add_argument("--rate-hz", type=float, default=50.0)
+    p.add_argument("--rate-hz", type=positive_float, default=50.0)
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--out", metavar="NODE.yaml")
+    p.add_argument("--out", type=output_file_path, metavar="NODE.yaml")
     p.set_defaults(func=cmd_node_config)
 
     p = robot.add_parser("launch", help="start and supervise the nodes of a ROS 2 YAML launch file")
@@ -249,7 +272,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run in a fresh loopback-only network namespace (root): DDS stays on this machine",
     )
-    p.add_argument("--timeout", type=float, help="stop everything after this many seconds")
+    p.add_argument("--timeout", type=positive_float, help="stop everything after this many seconds")
     p.set_defaults(func=cmd_launch)
 
     p = robot.add_parser("record", help="record ROS 2 topics into a trajectory store")

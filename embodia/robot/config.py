@@ -18,21 +18,48 @@ A node config is a YAML file (or dict) mirroring :class:`PolicyNodeConfig`::
       out_of_range: clip        # or "stop"
       safe: zero                # or "hold", or a vector
 
-Unknown fields are errors (a typo must not silently change what runs on a robot).
+Unknown fields are errors (a typo must not silently change what runs on a robot), and so are NaN and
+infinite numbers, out-of-range rates and periods, ``low > high`` and a safe vector outside the limits. The
+config is validated with :func:`embodia.core.validation.validate` (field types and ranges are declared on
+the fields below; cross-field rules live in ``__post_init__``) whether it comes from YAML, ROS parameters
+or Python (:func:`check_node_config`), and every problem is reported in one line naming the field::
+
+    node.yaml: command.low.0: Input should be a finite number (got nan)
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import Discriminator, Field, Tag
 
+from embodia.core.validation import validate
 from embodia.robot.convert import IMAGE_ENCODINGS, TWIST_COMPONENTS, normalize_type
 from embodia.robot.errors import RobotConfigError
 from embodia.robot.safety import CommandLimits
+
+#: the fastest control rate a node accepts (a Python node cannot keep a faster deadline)
+MAX_RATE_HZ = 1000.0
+#: a control rate in Hz: (0, MAX_RATE_HZ]
+RateHz = Annotated[float, Field(gt=0, le=MAX_RATE_HZ)]
+#: a period or timeout in seconds: positive (and, like every validated float, finite)
+Seconds = Annotated[float, Field(gt=0)]
+#: a count, size or depth of at least one
+PositiveInt = Annotated[int, Field(ge=1)]
+#: a topic name or an observation key
+Name = Annotated[str, Field(min_length=1)]
+#: one finite bound per command entry
+Bounds = Annotated[list[float], Field(min_length=1)]
+#: ``zero``, ``hold`` or a vector (finite, one entry per command entry, inside [low, high]: checked with them)
+SafeCommand = Annotated[
+    Annotated[Literal["zero", "hold"], Tag("name")] | Annotated[list[float], Tag("vector")],
+    Discriminator(lambda value: "name" if isinstance(value, str) else "vector"),
+]
 
 OBSERVATION_TYPES = (
     "JointState",
@@ -53,11 +80,11 @@ COMMAND_TYPES = ("Float64MultiArray", "Twist", "TwistStamped", "JointTrajectory"
 class ObservationTopic:
     """One subscribed topic and how it becomes (part of) an observation key."""
 
-    topic: str
+    topic: Name
     """topic name; relative names resolve in the node's namespace (and follow remaps)"""
     type: str
     """message type (``JointState``, ``Image``, ``Odometry``, ``PoseStamped``, ``Float64MultiArray``, ``String``, ...)"""
-    key: str
+    key: Name
     """observation key the policy reads; topics sharing a key are concatenated in config order"""
     joint_names: list[str] | None = None
     """JointState: joints in the order the policy expects (messages are reordered; missing joints rejected)"""
@@ -67,12 +94,12 @@ class ObservationTopic:
     """Twist: components such as linear.x"""
     encoding: str | None = None
     """Image: the required encoding (others are rejected)"""
-    height: int | None = None
-    """Image: the required height"""
-    width: int | None = None
-    """Image: the required width"""
-    size: int | None = None
-    """Float64MultiArray: the required number of values"""
+    height: PositiveInt | None = None
+    """Image: the required height (pixels, >= 1)"""
+    width: PositiveInt | None = None
+    """Image: the required width (pixels, >= 1)"""
+    size: PositiveInt | None = None
+    """Float64MultiArray: the required number of values (>= 1)"""
     required: bool = True
     """required topics are watched by the watchdog and must arrive before the policy runs"""
     dtype: str | None = None
@@ -82,11 +109,20 @@ class ObservationTopic:
         self.type = normalize_type(self.type)
         short = self.type.rsplit("/", 1)[1]
         if short not in OBSERVATION_TYPES:
-            raise RobotConfigError(f"observation topic {self.topic!r}: type {short} cannot be an observation")
+            raise RobotConfigError(f"type {short} cannot be an observation (topic {self.topic!r})")
         if self.encoding is not None and self.encoding not in IMAGE_ENCODINGS:
             raise RobotConfigError(
-                f"observation topic {self.topic!r}: unknown image encoding {self.encoding!r}"
+                f"encoding: unknown image encoding {self.encoding!r} (topic {self.topic!r})"
             )
+        if self.components is not None:
+            bad = [c for c in self.components if c not in TWIST_COMPONENTS]
+            if bad:
+                raise RobotConfigError(f"components: {bad} are not Twist components {TWIST_COMPONENTS}")
+        if self.dtype is not None:
+            try:
+                np.dtype(self.dtype)
+            except TypeError:
+                raise RobotConfigError(f"dtype: {self.dtype!r} is not a numpy dtype") from None
 
     @property
     def short_type(self) -> str:
@@ -109,11 +145,11 @@ class ObservationTopic:
 class CommandTopic:
     """The published command and its safety limits."""
 
-    low: list[float]
-    """lower bound per command entry (the command has as many entries as this list)"""
-    high: list[float]
-    """upper bound per command entry"""
-    topic: str = "cmd"
+    low: Bounds
+    """lower bound per command entry (the command has as many entries as this list; finite numbers)"""
+    high: Bounds
+    """upper bound per command entry (finite, ``low <= high`` entry by entry)"""
+    topic: Name = "cmd"
     """topic name"""
     type: str = "Float64MultiArray"
     """Float64MultiArray | Twist | TwistStamped | JointTrajectory"""
@@ -121,19 +157,19 @@ class CommandTopic:
     """Twist(Stamped): which component each command entry drives (default linear.x, linear.y, ... in order)"""
     joint_names: list[str] | None = None
     """JointTrajectory: joint names (one per command entry)"""
-    time_from_start: float = 0.0
-    """JointTrajectory: seconds to reach the point (0: one control period)"""
-    out_of_range: str = "clip"
+    time_from_start: Annotated[float, Field(ge=0)] = 0.0
+    """JointTrajectory: seconds to reach the point (>= 0; 0: one control period)"""
+    out_of_range: Literal["clip", "stop"] = "clip"
     """``clip`` values outside [low, high], or ``stop``: publish the safe command instead"""
-    safe: Any = "zero"
-    """safe command on faults and stale observations: ``zero``, ``hold`` (last good command) or a vector"""
+    safe: SafeCommand = "zero"
+    """safe command on faults and stale observations: ``zero``, ``hold`` (last good command) or a vector
+    (one finite value per command entry, inside [low, high])"""
 
     def __post_init__(self) -> None:
         self.type = normalize_type(self.type)
         if self.short_type not in COMMAND_TYPES:
-            raise RobotConfigError(f"command type must be one of {COMMAND_TYPES}, got {self.short_type}")
-        if len(self.low) != len(self.high):
-            raise RobotConfigError(f"command low has {len(self.low)} entries, high has {len(self.high)}")
+            raise RobotConfigError(f"type must be one of {COMMAND_TYPES}, got {self.short_type}")
+        self.limits()  # bounds (same length, finite, low <= high) and the safe command, named by field
         n = len(self.low)
         if self.short_type.startswith("Twist"):
             if self.components is None:
@@ -142,12 +178,9 @@ class CommandTopic:
                 self.components = list(TWIST_COMPONENTS[:n])
             bad = [c for c in self.components if c not in TWIST_COMPONENTS]
             if bad or len(self.components) != n:
-                raise RobotConfigError(
-                    f"command components {self.components} must be {n} of {TWIST_COMPONENTS}"
-                )
+                raise RobotConfigError(f"components {self.components} must be {n} of {TWIST_COMPONENTS}")
         if self.short_type == "JointTrajectory" and (self.joint_names is None or len(self.joint_names) != n):
             raise RobotConfigError(f"a JointTrajectory command needs joint_names with {n} entries")
-        self.limits()  # validate bounds and the safe command now
 
     @property
     def short_type(self) -> str:
@@ -169,33 +202,29 @@ class CommandTopic:
 class PolicyNodeConfig:
     """Everything the policy node needs besides the policy."""
 
-    observations: list[ObservationTopic]
-    """subscribed topics (see :class:`ObservationTopic`)"""
+    observations: Annotated[list[ObservationTopic], Field(min_length=1)]
+    """subscribed topics (at least one, see :class:`ObservationTopic`)"""
     command: CommandTopic
     """published command (see :class:`CommandTopic`)"""
-    rate_hz: float = 50.0
-    """control rate: timer mode runs the policy at this rate; both modes check the watchdog at it"""
-    trigger: str = "timer"
+    rate_hz: RateHz = 50.0
+    """control rate in (0, 1000] Hz: timer mode runs the policy at this rate; both modes check the watchdog
+    at it"""
+    trigger: Literal["timer", "observation"] = "timer"
     """``timer``: act every control period on the newest observation; ``observation``: act once per new
     complete observation (every required topic updated, stamped topics with equal stamps: lockstep)"""
-    watchdog_timeout: float = 0.5
-    """seconds without a valid message on a required topic before the safe command is published"""
+    watchdog_timeout: Seconds = 0.5
+    """seconds (> 0) without a valid message on a required topic before the safe command is published"""
     reset_topic: str | None = "episode"
     """std_msgs/String JSON events; ``{"event": "start", "seed": s}`` resets the policy (None: no resets)"""
-    status_period: float = 1.0
-    """seconds between JSON status messages on ``~/status`` (counters, rate statistics)"""
-    qos_depth: int = 10
-    """history depth of every subscription and publisher"""
-    torch_threads: int | None = 1
-    """threads torch may use for inference (1: lowest latency, no thread hand-offs; None: torch's default)"""
+    status_period: Seconds = 1.0
+    """seconds (> 0) between JSON status messages on ``~/status`` (counters, rate statistics)"""
+    qos_depth: PositiveInt = 10
+    """history depth (>= 1) of every subscription and publisher"""
+    torch_threads: PositiveInt | None = 1
+    """threads (>= 1) torch may use for inference (1: lowest latency, no thread hand-offs; None: torch's
+    default)"""
 
     def __post_init__(self) -> None:
-        if not self.observations:
-            raise RobotConfigError("the node config lists no observations")
-        if self.trigger not in ("timer", "observation"):
-            raise RobotConfigError(f"trigger must be 'timer' or 'observation', got {self.trigger!r}")
-        if not self.rate_hz > 0 or not self.watchdog_timeout > 0:
-            raise RobotConfigError("rate_hz and watchdog_timeout must be positive")
         if not any(o.required for o in self.observations):
             raise RobotConfigError("at least one observation topic must be required")
 
@@ -214,34 +243,28 @@ class PolicyNodeConfig:
         return clean(dataclasses.asdict(self))
 
 
-def _build(cls: type, data: Any, where: str) -> Any:
-    if not isinstance(data, dict):
-        raise RobotConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise RobotConfigError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(names)}")
-    try:
-        return cls(**data)
-    except TypeError as error:
-        raise RobotConfigError(f"{where}: {error}") from error
-    except RobotConfigError as error:
-        raise RobotConfigError(f"{where}: {error}") from error
+def check_node_config(
+    config: PolicyNodeConfig | Mapping[str, Any], where: str = "node config"
+) -> PolicyNodeConfig:
+    """``config`` (plain data, or a :class:`PolicyNodeConfig` built in Python) validated field by field.
+
+    Every node entry point passes its config through here, so a config built in Python gets the checks
+    a YAML file gets (ranges, finiteness, unknown fields) and not only its ``__post_init__`` rules.
+
+    Raises:
+        RobotConfigError: one line naming every invalid field, e.g.
+            ``node.yaml: command.low.0: Input should be a finite number (got nan)``.
+    """
+    if not isinstance(config, PolicyNodeConfig | Mapping):
+        raise RobotConfigError(f"{where}: expected a mapping at the top level, got {type(config).__name__}")
+    return validate(PolicyNodeConfig, config, where=where, error=RobotConfigError)
 
 
 def node_config_from_dict(data: dict[str, Any], where: str = "node config") -> PolicyNodeConfig:
     """Build and validate a :class:`PolicyNodeConfig` from plain data (as parsed from YAML)."""
-    if not isinstance(data, dict):
-        raise RobotConfigError(f"{where}: expected a mapping at the top level")
-    data = dict(data)
-    observations = data.pop("observations", None)
-    command = data.pop("command", None)
-    if not isinstance(observations, list) or command is None:
-        raise RobotConfigError(f"{where}: needs 'observations' (a list) and 'command'")
-    topics = [_build(ObservationTopic, o, f"{where}: observations[{i}]") for i, o in enumerate(observations)]
-    data["observations"] = topics
-    data["command"] = _build(CommandTopic, command, f"{where}: command")
-    return _build(PolicyNodeConfig, data, where)
+    if not isinstance(data, Mapping):
+        raise RobotConfigError(f"{where}: expected a mapping at the top level, got {type(data).__name__}")
+    return check_node_config(data, where)
 
 
 def load_node_config(path: str | Path, overrides: dict[str, Any] | None = None) -> PolicyNodeConfig:

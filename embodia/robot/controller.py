@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from embodia.robot.config import PolicyNodeConfig
+from embodia.robot.config import PolicyNodeConfig, check_node_config
 from embodia.robot.convert import header_stamp_ns, to_array
 from embodia.robot.errors import MessageError
 from embodia.robot.safety import CommandFilter, Watchdog
@@ -51,7 +51,7 @@ class ChunkQueue:
     """Turns a policy's outputs (single actions or ``(chunk, action_dim)`` chunks) into one action per tick.
 
     The policy is queried again when the chunk is used up, or after ``execute_steps`` steps when the
-    policy sets that attribute (receding horizon), as :func:`embodia.rollout.rollout` does.
+    policy sets that attribute (receding horizon), as :func:`embodia.runner.rollout` does.
     """
 
     def __init__(self, policy: Any) -> None:
@@ -85,7 +85,7 @@ class PolicyController:
     counters: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        cfg = self.config
+        self.config = cfg = check_node_config(self.config)  # a config built in Python gets every check
         self._latest = [_Latest() for _ in cfg.observations]
         self.watchdog = Watchdog(cfg.required_keys, cfg.watchdog_timeout)
         self.filter = CommandFilter(cfg.command.limits())

@@ -42,9 +42,11 @@ SIGKILL to those still running after a grace period.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,8 +84,10 @@ class ProcessSpec:
 
 
 class _Context:
-    def __init__(self, path: Path, arguments: dict[str, str]) -> None:
+    def __init__(self, path: Path, arguments: dict[str, str], includers: tuple[Path, ...] = ()) -> None:
         self.path = path
+        self.includers = includers
+        """the files that included this one, outermost first (an include cycle is an error)"""
         self.arguments = dict(arguments)
         self.variables: dict[str, str] = {}
         self.namespace = ""
@@ -163,6 +167,20 @@ def _param_value(value: Any) -> str:
     return str(value)
 
 
+def _respawn_delay(entry: dict[str, Any], ctx: _Context) -> float:
+    """An entry's ``respawn_delay``: finite seconds >= 0 (NaN would never respawn, inf neither)."""
+    value = entry.get("respawn_delay", 0.0)
+    try:
+        delay = float(value)
+    except (TypeError, ValueError):
+        delay = math.nan
+    if not (math.isfinite(delay) and delay >= 0):
+        raise LaunchFileError(
+            f"{ctx.path}: respawn_delay must be a finite number of seconds >= 0, got {value!r}"
+        )
+    return delay
+
+
 def _env(entries: Any, ctx: _Context) -> dict[str, str]:
     return {str(e["name"]): str(ctx.substitute(e["value"])) for e in entries or []}
 
@@ -201,7 +219,7 @@ def _node_spec(node: dict[str, Any], ctx: _Context, count: dict[str, int]) -> Pr
         argv=argv,
         env=_env(node.get("env"), ctx),
         respawn=_truthy(node.get("respawn", False)),
-        respawn_delay=float(node.get("respawn_delay", 0.0)),
+        respawn_delay=_respawn_delay(node, ctx),
         shutdown_on_exit=str(node.get("on_exit", "")) == "shutdown",
     )
 
@@ -212,6 +230,12 @@ def _executable_spec(entry: dict[str, Any], ctx: _Context, count: dict[str, int]
         raise LaunchFileError(f"{ctx.path}: an executable needs 'cmd'")
     shell = _truthy(entry.get("shell", False))
     argv = [str(entry["cmd"])] if shell else shlex.split(str(entry["cmd"]))
+    if not argv or not argv[0].strip():
+        raise LaunchFileError(f"{ctx.path}: an executable's 'cmd' is empty")
+    if not shell and not _findable(argv[0], entry.get("cwd")):
+        raise LaunchFileError(
+            f"{ctx.path}: executable {argv[0]!r} not found (not a file with execute permission, nor on PATH)"
+        )
     base = str(entry.get("name", Path(argv[0].split()[0]).name))
     count[base] = count.get(base, 0) + 1
     return ProcessSpec(
@@ -220,10 +244,18 @@ def _executable_spec(entry: dict[str, Any], ctx: _Context, count: dict[str, int]
         env=_env(entry.get("env"), ctx),
         cwd=entry.get("cwd"),
         respawn=_truthy(entry.get("respawn", False)),
-        respawn_delay=float(entry.get("respawn_delay", 0.0)),
+        respawn_delay=_respawn_delay(entry, ctx),
         shutdown_on_exit=str(entry.get("on_exit", "")) == "shutdown",
         shell=shell,
     )
+
+
+def _findable(command: str, cwd: str | None) -> bool:
+    """Whether ``command`` would start: a path (relative to ``cwd``) to an executable file, or a name on PATH."""
+    if "/" in command:
+        path = Path(cwd or ".") / command
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(command) is not None
 
 
 def _walk(entries: Any, ctx: _Context, specs: list[ProcessSpec], count: dict[str, int]) -> None:
@@ -263,7 +295,13 @@ def _walk(entries: Any, ctx: _Context, specs: list[ProcessSpec], count: dict[str
             if not included.is_absolute():
                 included = ctx.path.parent / included
             arguments = {str(a["name"]): str(ctx.substitute(a["value"])) for a in body.get("arg", []) or []}
-            sub = _Context(included, arguments)
+            chain = (*ctx.includers, ctx.path)
+            if included.resolve() in {p.resolve() for p in chain}:
+                cycle = " -> ".join(p.name for p in (*chain, included))
+                raise LaunchFileError(
+                    f"{ctx.path}: include cycle ({cycle}); a launch file cannot include itself"
+                )
+            sub = _Context(included, arguments, chain)
             sub.namespace = ctx.namespace
             _walk(_read(included), sub, specs, count)
         else:

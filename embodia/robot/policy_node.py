@@ -27,7 +27,7 @@ from typing import Any
 
 from embodia.errors import PolicyError
 from embodia.robot import ros
-from embodia.robot.config import PolicyNodeConfig, load_node_config
+from embodia.robot.config import PolicyNodeConfig, check_node_config, load_node_config
 from embodia.robot.controller import PolicyController, TickResult
 from embodia.robot.convert import (
     make_float64_multi_array,
@@ -74,6 +74,8 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
         name: str = "embodia_policy",
         **node_kwargs: Any,
     ) -> None:
+        if isinstance(config, PolicyNodeConfig):  # built in Python: checked like a YAML file, before the node
+            config = check_node_config(config)
         super().__init__(name, **node_kwargs)
         policy_param = ros.declare(self, "policy", "")
         config_param = ros.declare(self, "config", "")
@@ -216,7 +218,14 @@ def run_policy_node(
     argv: Sequence[str] | None = None,
     duration: float | None = None,
 ) -> dict[str, Any]:
-    """Start ROS, run a policy node until Ctrl-C (or ``duration`` seconds), return its final status."""
+    """Start ROS, run a policy node until Ctrl-C (or ``duration`` seconds), return its final status.
+
+    ``config`` (a YAML path or a :class:`PolicyNodeConfig`) is validated before ROS starts.
+    """
+    if isinstance(config, PolicyNodeConfig):
+        config = check_node_config(config)
+    else:  # fail before ROS starts; the node reads the file again, with its ROS parameter overrides
+        load_node_config(config)
     ros.init(argv)
     node = None
     try:

@@ -8,6 +8,7 @@ the achieved rate is ``(ticks - 1) / (t_last - t_first)``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +41,8 @@ class RateController:
     """
 
     def __init__(self, rate_hz: float, keep: int = 100_000) -> None:
-        if not rate_hz > 0:
-            raise RobotConfigError(f"control rate must be positive, got {rate_hz} Hz")
+        if not (math.isfinite(rate_hz) and rate_hz > 0):
+            raise RobotConfigError(f"control rate must be a positive finite number, got {rate_hz} Hz")
         self.rate_hz = float(rate_hz)
         self.period = 1.0 / self.rate_hz
         self.keep = keep

@@ -24,7 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from embodia.core.validation import validate
 from embodia.robot import ros
+from embodia.robot.config import Name, PositiveInt, Seconds
 from embodia.robot.convert import header_stamp_ns, normalize_type, to_array
 from embodia.robot.errors import MessageError, RobotConfigError
 
@@ -53,6 +55,18 @@ def parse_topic_spec(spec: str) -> tuple[str, str]:
     """``TOPIC`` or ``TOPIC=KEY`` -> (topic, key)."""
     topic, sep, key = spec.partition("=")
     return topic, (key if sep and key else default_key(topic))
+
+
+@dataclass
+class RecordOptions:
+    """When a recording stops, and the env_id it stores (the options of :func:`record`, validated)."""
+
+    episodes: PositiveInt | None = None
+    """stop after this many episodes (>= 1; None: until Ctrl-C or ``duration``)"""
+    duration: Seconds | None = None
+    """stop after this many seconds (> 0, finite; None: no time limit)"""
+    env_id: Name = "ros2"
+    """env_id recorded when no start event names one"""
 
 
 @dataclass
@@ -313,6 +327,13 @@ def record(
     ``action`` (a topic) is stored under the key ``action`` with the action role; ``step_on`` (a topic)
     paces the rows (default: the action topic, else the first topic).
     """
+    options = validate(
+        RecordOptions,
+        {"episodes": episodes, "duration": duration, "env_id": env_id},
+        where="recorder",
+        error=RobotConfigError,
+    )
+    episodes, duration, env_id = options.episodes, options.duration, options.env_id
     specs = [parse_topic_spec(t) for t in topics]
     if action:
         specs = [s for s in specs if s[0] != action] + [(action, "action")]
@@ -345,6 +366,7 @@ def record(
     finally:
         # the ending episode, or whatever was recorded since the last boundary
         assembler.finish(max_episodes=episodes)
+        sink.store.close()
         if node is not None:
             node.destroy_node()
         ros.shutdown()

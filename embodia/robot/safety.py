@@ -17,8 +17,10 @@ command that passed (``hold``), or a fixed vector from the config.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +50,10 @@ class Watchdog:
     """
 
     def __init__(self, keys: Iterable[str], timeout: float) -> None:
-        if timeout <= 0:
-            raise RobotConfigError(f"watchdog timeout must be positive, got {timeout}")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise RobotConfigError(
+                f"watchdog timeout must be a positive finite number of seconds, got {timeout}"
+            )
         self.keys = list(keys)
         self.timeout = float(timeout)
         self._last: dict[str, float] = {}
@@ -74,9 +78,29 @@ class Watchdog:
         return WatchdogReport(stale, changed)
 
 
+def _vector(values: Any, name: str) -> np.ndarray:
+    """``values`` as a flat float64 array of finite numbers (``name`` says which one in errors)."""
+    try:
+        array = np.asarray(values, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise RobotConfigError(f"{name}: expected a list of numbers, got {values!r}") from None
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        i = int(bad[0])
+        raise RobotConfigError(
+            f"{name}.{i}: command bounds and vectors must be finite numbers (got {array[i]})"
+        )
+    return array
+
+
 @dataclass
 class CommandLimits:
-    """Bounds and the fault response of the command filter."""
+    """Bounds and the fault response of the command filter.
+
+    Checked again here (a node config is validated before, see :mod:`embodia.robot.config`): bounds and a
+    safe vector must be finite, the same length, ``low <= high`` and the safe vector inside them, so
+    that no NaN can become a command, not even the safe one.
+    """
 
     low: np.ndarray
     """lower bound per command entry"""
@@ -88,24 +112,32 @@ class CommandLimits:
     """``zero``, ``hold`` (last command that passed) or a fixed vector"""
 
     def __post_init__(self) -> None:
-        self.low = np.asarray(self.low, dtype=np.float64).ravel()
-        self.high = np.asarray(self.high, dtype=np.float64).ravel()
+        self.low = _vector(self.low, "low")
+        self.high = _vector(self.high, "high")
+        if self.low.size == 0:
+            raise RobotConfigError("low: the command needs at least one entry")
         if self.low.shape != self.high.shape:
+            raise RobotConfigError(f"low has {self.low.size} entries, high has {self.high.size}")
+        above = np.flatnonzero(self.low > self.high)
+        if above.size:
+            i = int(above[0])
             raise RobotConfigError(
-                f"command limits low {self.low.shape} and high {self.high.shape} differ in size"
+                f"low > high at entry {i} (low.{i} = {self.low[i]:g}, high.{i} = {self.high[i]:g})"
             )
-        if np.any(self.low > self.high):
-            raise RobotConfigError(f"command limits have low > high: low {self.low}, high {self.high}")
         if self.out_of_range not in ("clip", "stop"):
             raise RobotConfigError(f"out_of_range must be 'clip' or 'stop', got {self.out_of_range!r}")
         if isinstance(self.safe, str):
             if self.safe not in ("zero", "hold"):
                 raise RobotConfigError(f"safe command must be 'zero', 'hold' or a vector, got {self.safe!r}")
         else:
-            safe = np.asarray(self.safe, dtype=np.float64).ravel()
-            if safe.shape != self.low.shape or np.any(safe < self.low) or np.any(safe > self.high):
+            safe = _vector(self.safe, "safe")
+            if safe.shape != self.low.shape:
+                raise RobotConfigError(f"safe has {safe.size} entries, the command has {self.low.size}")
+            outside = np.flatnonzero((safe < self.low) | (safe > self.high))
+            if outside.size:
+                i = int(outside[0])
                 raise RobotConfigError(
-                    f"safe command {safe.tolist()} must have {self.low.size} entries within the limits"
+                    f"safe.{i} ({safe[i]:g}) is not within the limits [{self.low[i]:g}, {self.high[i]:g}]"
                 )
             self.safe = safe.tolist()
 

@@ -1,7 +1,7 @@
 """The simulator bridge: an embodia environment behind the topics a robot would have.
 
 The bridge runs seeded episodes of any embodia environment (episode ``i`` uses seed ``seed + i``, as
-:func:`embodia.rollout.rollout` does) and speaks ROS 2 (names relative to the node's namespace):
+:func:`embodia.runner.rollout` does) and speaks ROS 2 (names relative to the node's namespace):
 
 ==================  ======================================  =============================================
 topic               type                                    content
@@ -24,7 +24,7 @@ and in every observation's header stamp (one stamp for all topics of a step), so
 
 - ``lockstep`` (default): the simulator steps exactly once per command that answers the current
   observation, so it waits for a slow policy and runs as fast as a quick one; the closed loop is the
-  same computation as :func:`embodia.rollout.rollout`. Stamped commands (TwistStamped, JointTrajectory)
+  same computation as :func:`embodia.runner.rollout`. Stamped commands (TwistStamped, JointTrajectory)
   must carry the observation's stamp (the policy node does this); others are taken as they come. When
   no command arrives for ``republish_period`` seconds the current observation is published again, so a
   policy node that (re)starts late picks the loop up.
@@ -36,15 +36,27 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import Field
 
+from embodia.core.validation import validate
 from embodia.robot import ros
-from embodia.robot.config import CommandTopic, ObservationTopic, PolicyNodeConfig
+from embodia.robot.config import (
+    COMMAND_TYPES,
+    CommandTopic,
+    Name,
+    ObservationTopic,
+    PolicyNodeConfig,
+    PositiveInt,
+    RateHz,
+    Seconds,
+    check_node_config,
+)
 from embodia.robot.convert import (
     TWIST_COMPONENTS,
     header_stamp_ns,
@@ -62,22 +74,22 @@ from embodia.robot.rate import RateController
 
 @dataclass
 class BridgeConfig:
-    """What the bridge simulates and how it speaks ROS."""
+    """What the bridge simulates and how it speaks ROS (validated with :func:`check_bridge_config`)."""
 
-    env_id: str
+    env_id: Name
     """embodia environment id"""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """environment constructor arguments"""
-    seed: int = 0
-    """episode i uses seed + i"""
-    episodes: int | None = None
-    """stop after this many episodes (None: run until shut down)"""
-    max_steps: int | None = None
-    """cut episodes at this many steps (on top of the environment's time limit)"""
-    mode: str = "lockstep"
+    seed: Annotated[int, Field(ge=0)] = 0
+    """episode i uses seed + i (>= 0)"""
+    episodes: PositiveInt | None = None
+    """stop after this many episodes (>= 1; None: run until shut down)"""
+    max_steps: PositiveInt | None = None
+    """cut episodes at this many steps (>= 1; on top of the environment's time limit)"""
+    mode: Literal["lockstep", "rate"] = "lockstep"
     """``lockstep`` (step once per command) or ``rate`` (step at rate_hz in wall time)"""
-    rate_hz: float = 20.0
-    """rate mode: steps per second; both modes: simulated time per step is 1 / rate_hz"""
+    rate_hz: RateHz = 20.0
+    """rate mode: steps per second; both modes: simulated time per step is 1 / rate_hz (in (0, 1000])"""
     state_type: str = "JointState"
     """message type of vector observations: JointState or Float64MultiArray"""
     command_type: str = "Float64MultiArray"
@@ -86,11 +98,11 @@ class BridgeConfig:
     """Twist commands: the component of each action entry (default linear.x, linear.y, ...)"""
     render: bool = False
     """also publish env.render() frames on obs/camera"""
-    republish_period: float = 0.5
-    """lockstep: publish the current observation again after this many seconds without a command"""
-    command_timeout: float = 0.5
-    """rate mode: a command older than this is replaced by zero"""
-    wait_for_subscribers: int = 0
+    republish_period: Seconds = 0.5
+    """lockstep: publish the current observation again after this many seconds (> 0) without a command"""
+    command_timeout: Seconds = 0.5
+    """rate mode: a command older than this many seconds (> 0) is replaced by zero"""
+    wait_for_subscribers: Annotated[int, Field(ge=0)] = 0
     """start the first episode only when a controller publishes on ``cmd`` and every observation topic
     and ``episode`` have at least this many subscribers (e.g. 2: the policy node and a recorder)"""
     results: str | None = None
@@ -104,13 +116,20 @@ class BridgeConfig:
                 f"state_type must be JointState or Float64MultiArray, got {self.state_type}"
             )
         self.command_type = normalize_type(self.command_type)
-        if self.command_type.rsplit("/", 1)[1] not in (
-            "Float64MultiArray",
-            "Twist",
-            "TwistStamped",
-            "JointTrajectory",
-        ):
+        if self.command_type.rsplit("/", 1)[1] not in COMMAND_TYPES:
             raise RobotConfigError(f"command_type {self.command_type} is not a command type")
+        bad = [c for c in self.twist_components or [] if c not in TWIST_COMPONENTS]
+        if bad:
+            raise RobotConfigError(f"twist_components {bad} are not Twist components {TWIST_COMPONENTS}")
+
+
+def check_bridge_config(config: BridgeConfig | Mapping[str, Any], where: str = "sim bridge") -> BridgeConfig:
+    """``config`` (plain data or a :class:`BridgeConfig` built in Python) with every field checked.
+
+    Raises:
+        RobotConfigError: one line naming every invalid field (``sim bridge: rate_hz: ...``).
+    """
+    return validate(BridgeConfig, config, where=where, error=RobotConfigError)
 
 
 class SimBridge:
@@ -119,7 +138,7 @@ class SimBridge:
     def __init__(self, config: BridgeConfig) -> None:
         from embodia.envs import make, resolve_id
 
-        self.config = config
+        self.config = config = check_bridge_config(config)
         self.env_id = resolve_id(config.env_id)
         kwargs = dict(config.env_kwargs)
         if config.render:
@@ -264,9 +283,10 @@ def policy_config_for(
         type=command_type,
         components=twist_components,
     )
-    return PolicyNodeConfig(
+    config = PolicyNodeConfig(
         observations, command, rate_hz=rate_hz, trigger=trigger, watchdog_timeout=watchdog_timeout
     )
+    return check_node_config(config, f"node config for {env_id}")
 
 
 def _node_base() -> type:
@@ -280,6 +300,7 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
     """The rclpy half of the bridge (see the module docstring)."""
 
     def __init__(self, config: BridgeConfig, name: str = "embodia_sim", **node_kwargs: Any) -> None:
+        config = check_bridge_config(config)  # before the node exists
         super().__init__(name, **node_kwargs)
         from rosgraph_msgs.msg import Clock
 
@@ -443,7 +464,11 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
 
 
 def run_sim_bridge(config: BridgeConfig, argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Start ROS, run the bridge until its episodes are done or Ctrl-C; returns the episode results."""
+    """Start ROS, run the bridge until its episodes are done or Ctrl-C; returns the episode results.
+
+    ``config`` is validated before ROS starts (:func:`check_bridge_config`).
+    """
+    config = check_bridge_config(config)
     ros.init(argv)
     node = None
     try:
@@ -460,12 +485,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ros2 run embodia_ros sim_node`` (the ``embodia robot sim`` arguments)."""
     import sys
 
+    from embodia.robot import sim_bridge  # this file may run as __main__: use the module's classes throughout
     from embodia.robot.cli import build_sim_config, sim_parser
 
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = ros.init(argv)
     args = sim_parser().parse_args(rest)
-    run_sim_bridge(build_sim_config(args), argv)
+    sim_bridge.run_sim_bridge(build_sim_config(args), argv)
     return 0
 
 

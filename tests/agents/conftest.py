@@ -76,3 +76,62 @@ def run_script(name: str, *args: str) -> int:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.main(list(args))
+
+
+#: what the recording server puts in its error bodies, reason phrases and odd answers: must never reach an agent
+MARKER = "MARKER-4b1d-server-text"
+
+
+@pytest.fixture
+def recorder() -> Iterator[SimpleNamespace]:
+    """A local HTTP server that records every request (path, headers, body) and answers by path prefix.
+
+    ``/ok/v1``: a chat completion; ``/fail/v1``: HTTP 500 whose body and reason phrase hold
+    :data:`MARKER`; ``/odd/v1``: JSON that is not a chat completion (holding the marker); ``/redirect/v1``:
+    HTTP 302 to ``/leak/v1/...``. ``.url(prefix)`` is an endpoint URL, ``.requests`` what arrived.
+    """
+    requests: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode(errors="replace") if length else ""
+            requests.append(
+                {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+            )
+            prefix = self.path.split("/")[1]
+            if prefix == "ok":
+                self._send(200, json.dumps({"choices": [{"message": {"content": "recorded answer"}}]}))
+            elif prefix == "odd":
+                self._send(200, json.dumps({"error": MARKER}))
+            elif prefix == "redirect":
+                self.send_response(302)
+                self.send_header("Location", "/leak/v1/chat/completions")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self._send(500, f"internal error {MARKER}", reason=f"Broken {MARKER}")
+
+        def _send(self, code: int, text: str, reason: str | None = None) -> None:
+            payload = text.encode()
+            self.send_response(code, reason)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("X-Detail", MARKER)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = _answer  # noqa: N815 (http.server API)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield SimpleNamespace(url=lambda prefix: f"{base}/{prefix}/v1", requests=requests)
+    finally:
+        server.shutdown()
+        server.server_close()

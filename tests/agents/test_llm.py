@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 import torch
@@ -13,14 +14,19 @@ from embodia.agents.llm import (
     UnsupportedOperationError,
     load_lm,
     load_local_lm,
+    model_cache_dir,
     resolve_model_path,
 )
+from tests.conftest import FRESH_MODEL_CACHE
 
 
 def test_smollm2_from_the_wheel_answers(smol):
     assert isinstance(smol, LanguageModel)
     assert "Paris" in smol.generate("What is the capital of France?", max_new_tokens=12)
     folder = resolve_model_path("smollm2")
+    # this session converted it from the wheel's GGUF (the first-load path) into its own empty cache
+    if FRESH_MODEL_CACHE:
+        assert folder.parent == model_cache_dir() and str(folder).startswith(tempfile.gettempdir())
     # converted once from the wheel's GGUF into a plain safetensors folder
     source = json.loads((folder / "embodia_source.json").read_text())
     assert source["gguf"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -56,7 +56,8 @@ def test_generated_cube_data_is_labelled_replayable_and_matches_ogbench_relabell
 
 
 def test_puzzle_and_maze_play(tmp_path):
-    store = TrajectoryStore(tmp_path / "p.zarr", mode="a")
+    with TrajectoryStore(tmp_path / "p.zarr", mode="a") as store:  # an empty store, appended to below
+        pass
     generate_dataset("embodia/Puzzle3x3-v0", 1, store.path, max_steps=150)
     generate_dataset("embodia/PointMaze-Medium-v0", 1, tmp_path / "m.zarr", max_steps=300)
     puzzle = TrajectoryStore(tmp_path / "p.zarr").load()

@@ -9,7 +9,7 @@ import zarr
 from embodia.data.replay import replay
 from embodia.data.store import TrajectoryStore
 from embodia.errors import ReplayMismatchError
-from embodia.rollout import rollout
+from embodia.runner import rollout
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,13 @@ import pytest
 import zarr
 
 from embodia.data.store import FORMAT_VERSION, TrajectoryStore
-from embodia.errors import StoreError, StoreFormatError, StoreNotFoundError, StoreSchemaError
+from embodia.errors import (
+    StoreCorruptError,
+    StoreError,
+    StoreFormatError,
+    StoreNotFoundError,
+    StoreSchemaError,
+)
 
 
 def make_episode(length: int, offset: float = 0.0, state_dim: int = 3) -> dict[str, np.ndarray]:
@@ -91,7 +97,7 @@ def test_missing_store_and_not_a_store(tmp_path):
     with pytest.raises(StoreNotFoundError, match="does not exist"):
         TrajectoryStore(tmp_path / "nope.zarr")
     (tmp_path / "dir.zarr").mkdir()
-    with pytest.raises(StoreNotFoundError, match="not a zarr store"):
+    with pytest.raises(StoreNotFoundError, match="empty directory"):
         TrajectoryStore(tmp_path / "dir.zarr")
     zarr.open_group(str(tmp_path / "plain.zarr"), mode="w")
     with pytest.raises(StoreError, match="not an embodia trajectory store"):
@@ -108,7 +114,7 @@ def test_format_version_is_checked(tmp_path):
 def test_corrupt_store(tmp_path):
     TrajectoryStore(tmp_path / "s.zarr", mode="a").add_episode(make_episode(2), env_id="e")
     (tmp_path / "s.zarr" / "zarr.json").write_text("{not json")
-    with pytest.raises(StoreError, match="cannot open"):
+    with pytest.raises(StoreCorruptError, match="root metadata"):
         TrajectoryStore(tmp_path / "s.zarr")
 
 
@@ -120,8 +126,8 @@ def test_read_only_store_refuses_writes(tmp_path):
 
 def test_uncommitted_rows_are_invisible_and_overwritten(tmp_path):
     """Simulate a writer killed after writing an episode's rows and table row, before the commit."""
-    store = TrajectoryStore(tmp_path / "s.zarr", mode="a")
-    store.add_episode(make_episode(4), env_id="e")
+    with TrajectoryStore(tmp_path / "s.zarr", mode="a") as store:
+        store.add_episode(make_episode(4), env_id="e")
     root = zarr.open_group(str(tmp_path / "s.zarr"), mode="r+")
     for key, value in make_episode(6, offset=50).items():
         root["data"][key][4:10] = value  # data written ...

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import warnings
 
 import gymnasium
@@ -10,8 +13,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import embodia
-from embodia.envs import env_ids, resolve_id
+from embodia.envs import catalog, env_ids, resolve_id
 from embodia.errors import UnknownEnvError
+from tests.conftest import ROOT
 
 ALL_IDS = env_ids()
 
@@ -50,6 +54,17 @@ def test_contract(env_id):
         unwrapped.set_state(state)
         np.testing.assert_array_equal(unwrapped.get_state(), state)
         assert env.spec.max_episode_steps > 0
+        # the shipped catalog (what `embodia envs` prints without building anything) matches the real env
+        cached = catalog.entry(env_id)
+        assert cached is not None, (
+            "not in embodia/envs/catalog.json: run python scripts/update_env_catalog.py"
+        )
+        stale = "stale catalog entry: run python scripts/update_env_catalog.py"
+        assert catalog.space_from_json(cached["observation_space"]) == env.observation_space, stale
+        assert catalog.space_from_json(cached["action_space"]) == env.action_space, stale
+        assert cached["max_episode_steps"] == env.spec.max_episode_steps, stale
+        assert cached["has_expert"] == bool(getattr(unwrapped, "has_expert", False)), stale
+        assert cached["renders"] == ("rgb_array" in env.metadata.get("render_modes", [])), stale
     finally:
         env.close()
 
@@ -65,3 +80,52 @@ def test_ids_are_gymnasium_ids():
     env = gymnasium.make("embodia/PointMaze-Medium-v0")
     assert env.spec.id == "embodia/PointMaze-Medium-v0"
     env.close()
+
+
+def _fresh_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_gymnasium_make_after_import_embodia_in_a_fresh_interpreter():
+    result = _fresh_python(
+        "import sys, gymnasium, embodia\n"
+        "heavy = [m for m in ('mujoco', 'ogbench', 'robosuite', 'torch', 'zarr') if m in sys.modules]\n"
+        "assert not heavy, f'registering imported {heavy}'\n"
+        "env = gymnasium.make('embodia/PointMaze-Medium-v0')\n"
+        "obs, info = env.reset(seed=0)\n"
+        "vec = gymnasium.make_vec('embodia/PointMaze-Medium-v0', num_envs=2, vectorization_mode='sync')\n"
+        "obs, info = vec.reset(seed=0)\n"
+        "import embodia.runner.episodes\n"
+        "assert callable(embodia.rollout), 'embodia.rollout is the function, whatever was imported'\n"
+        "print(env.spec.max_episode_steps, obs['state'].shape)\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1000", "(2,", "2)"]
+
+
+def test_gymnasium_make_without_importing_embodia():
+    # gymnasium >= 1.0 has no plugin loader (it dropped the "gymnasium.envs" entry points); its own way to
+    # make a third-party id without importing the package first is the "module:id" form
+    result = _fresh_python(
+        "import sys, gymnasium\n"
+        "env = gymnasium.make('embodia:embodia/PointMaze-Medium-v0')\n"
+        "vec = gymnasium.make_vec('embodia:embodia/CubeSingle-v0', num_envs=2, vectorization_mode='sync')\n"
+        "obs, info = vec.reset(seed=0)\n"
+        "print(env.spec.id, obs['state'].shape)\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["embodia/PointMaze-Medium-v0", "(2,", "28)"]
+
+
+def test_embodia_envs_reads_the_catalog():
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "embodia.cli", "envs", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)) == len(ALL_IDS)
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert not imported & {"mujoco", "ogbench", "robosuite", "torch"}  # no environment was built

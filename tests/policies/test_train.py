@@ -16,7 +16,7 @@ import embodia
 from embodia.errors import PolicyError
 from embodia.policies.evaluate import evaluate_policy, wilson_interval
 from embodia.policies.train import TrainConfig, train
-from embodia.rollout import rollout
+from embodia.runner import rollout
 from tests.conftest import ROOT
 
 ENV = "embodia/PointMaze-Medium-SingleTask-v0"

@@ -8,27 +8,39 @@
 from __future__ import annotations
 
 from embodia.agents.tools.registry import (
+    UNCONFINED,
+    InputPath,
+    ModelSpec,
+    OutputPath,
     Progress,
     Tool,
     ToolArgumentError,
+    ToolContext,
     ToolError,
     UnknownToolError,
     call_tool,
     get_tool,
     list_tools,
+    name_or_input_path,
     no_progress,
     tool,
 )
 
 __all__ = [
+    "UNCONFINED",
+    "InputPath",
+    "ModelSpec",
+    "OutputPath",
     "Progress",
     "Tool",
     "ToolArgumentError",
+    "ToolContext",
     "ToolError",
     "UnknownToolError",
     "call_tool",
     "get_tool",
     "list_tools",
+    "name_or_input_path",
     "no_progress",
     "tool",
 ]

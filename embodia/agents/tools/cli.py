@@ -1,4 +1,5 @@
-"""``embodia tool list | schema NAME | run NAME --args JSON|@file.json`` and ``embodia mcp``."""
+"""``embodia tool list | schema NAME | run NAME --args JSON|@file.json`` and
+``embodia mcp [--workspace DIR] [--allow-endpoint URL ...]``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from embodia.agents.tools.registry import ToolArgumentError
+from embodia.core.cli_args import output_file_path
 
 
 def _parse_args_option(value: str | None) -> dict[str, Any]:
@@ -100,9 +102,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # OpenMP's default spin-waiting the two thread teams starved each other (a 3-step fine-tune took
     # 160 s instead of 18 s on 2 cores). Passive waiting costs nothing measurable here.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from embodia.agents.tools.mcp_server import serve_stdio
+    from embodia.agents.tools.mcp_server import serve_stdio, server_context
 
-    serve_stdio()
+    serve_stdio(server_context(args.workspace, args.allow_endpoint or ()))  # bad options fail before serving
     return 0
 
 
@@ -121,10 +123,23 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     q = tool_sub.add_parser("run", help="run a tool; prints its JSON result")
     q.add_argument("name")
     q.add_argument("--args", metavar="JSON|@FILE", help="arguments as a JSON object, or @path to a JSON file")
-    q.add_argument("--out", metavar="FILE.json", help="also write the result here")
+    q.add_argument("--out", type=output_file_path, metavar="FILE.json", help="also write the result here")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
     q.set_defaults(func=cmd_tool_run)
 
     p = subparsers.add_parser("mcp", help="serve every tool over MCP (stdio) for LLM agents and IDEs")
     p.add_argument("--transport", choices=["stdio"], default="stdio", help="MCP transport (stdio)")
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="the only folder tools may read and write (default: the current folder); relative paths in tool "
+        "arguments resolve against it",
+    )
+    p.add_argument(
+        "--allow-endpoint",
+        action="append",
+        metavar="URL",
+        help="an OpenAI-compatible endpoint (http://host:port/v1) a model argument may name; repeatable. "
+        "Also $EMBODIA_MCP_ENDPOINTS (comma- or space-separated). Default: none (the API key goes nowhere)",
+    )
     p.set_defaults(func=cmd_mcp)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from embodia.agents.tools.registry import Progress, ToolArgumentError, no_progress, tool
+from embodia.agents.tools.registry import ModelSpec, Progress, ToolArgumentError, no_progress, tool
 
 
 @dataclass
@@ -41,7 +41,7 @@ class ColdSteerArgs:
     """Target of the built-in opinion examples/queries: negative or positive words."""
     generate_tokens: int = 0
     """Also generate this many steered tokens per query (0: only probabilities)."""
-    model: str = "smollm2"
+    model: ModelSpec = "smollm2"
     """A known model name or a local model folder / .gguf file."""
 
 

@@ -4,22 +4,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from embodia.agents.tools.registry import Progress, ToolArgumentError, no_progress, tool
+from embodia.agents.methods.emotion_hallucer import BUILTIN_PAIRS
+from embodia.agents.tools.registry import (
+    ModelSpec,
+    Progress,
+    ToolArgumentError,
+    name_or_input_path,
+    no_progress,
+    tool,
+)
+
+PairSet = name_or_input_path(BUILTIN_PAIRS)
+"""The built-in pair set's name, or a pair file (an input path)."""
 
 
 @dataclass
 class EmotionHallucerArgs:
     """Arguments of ``emotion_hallucer``."""
 
-    pairs: str = "embodia-emotion-pairs"
-    """Pair file (JSON pair form, or flat per-question JSON / JSON lines), or the built-in set's name."""
+    pairs: PairSet = BUILTIN_PAIRS
+    """Pair file (JSON pair form, or flat per-question JSON / JSON lines; under `embodia mcp`, inside its
+    workspace), or the built-in set's name."""
     pep_mek: bool = False
     """Wrap the model in PEP-MEK prompting (extract knowledge, predict, explain, re-predict)."""
     limit: int | None = None
     """Evaluate only the first N pairs."""
     max_new_tokens: int = 48
     """Length of generated knowledge / explanations (PEP-MEK)."""
-    model: str = "smollm2"
+    model: ModelSpec = "smollm2"
     """A known model name, a local model folder / .gguf file, or an endpoint http://host:port/v1#model."""
     include_transcripts: bool = False
     """Return every question's answer (and PEP-MEK's knowledge / explanation)."""

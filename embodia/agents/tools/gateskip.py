@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from embodia.agents.tools.registry import Progress, ToolArgumentError, no_progress, tool
+from embodia.agents.tools.registry import (
+    ModelSpec,
+    OutputPath,
+    Progress,
+    ToolArgumentError,
+    no_progress,
+    tool,
+)
 
 
 @dataclass
 class GateSkipArgs:
     """Arguments of ``gateskip``."""
 
-    model: str = "smollm2"
+    model: ModelSpec = "smollm2"
     """A known model name or a local model folder / .gguf file (a private copy gets the gates)."""
     steps: int = 60
     """Gate fine-tuning steps (sequences of ``seq_len`` tokens, ``batch_size`` per step)."""
@@ -29,8 +36,8 @@ class GateSkipArgs:
     """Also evaluate random token ranking at the same budgets."""
     eval_chunks: int = 12
     """Held-out 128-token chunks for perplexity."""
-    gates_out: str | None = None
-    """Save the trained gates here (.safetensors)."""
+    gates_out: OutputPath | None = None
+    """Save the trained gates here (.safetensors); under `embodia mcp`, a path inside its workspace."""
     seed: int = 0
     """Seed of data order and the random control."""
 

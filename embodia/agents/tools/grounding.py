@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from embodia.agents.tools.registry import ToolArgumentError, tool
+from embodia.agents.tools.registry import ModelSpec, ToolArgumentError, tool
 
 
 @dataclass
@@ -21,7 +21,7 @@ class GroundingArgs:
     """Decoder layer whose hidden states are compared (default: two thirds of the way up)."""
     k_lowest: int = 2
     """The sentence score averages this many least reliable tokens."""
-    model: str = "smollm2"
+    model: ModelSpec = "smollm2"
     """A known model name or a local model folder / .gguf file."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from embodia.agents.tools.registry import Progress, ToolArgumentError, no_progress, tool
+from embodia.agents.tools.registry import ModelSpec, Progress, ToolArgumentError, no_progress, tool
 
 
 @dataclass
@@ -32,7 +32,7 @@ class HybridArgs:
     """Test accuracy every this many steps."""
     seed: int = 0
     """Seed of LoRA init, data order and ZO noise."""
-    model: str = "smollm2"
+    model: ModelSpec = "smollm2"
     """A known model name or a local model folder / .gguf file (a private copy is trained)."""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from embodia.agents.tools.registry import tool
+from embodia.agents.tools.registry import ModelSpec, tool
 
 
 @dataclass
@@ -13,7 +13,7 @@ class GenerateArgs:
 
     prompt: str
     """The user message (the model's chat template is applied unless ``chat`` is false)."""
-    model: str = "smollm2"
+    model: ModelSpec = "smollm2"
     """A known model name, a local model folder or .gguf file, or an OpenAI-compatible endpoint
     ``http://host:port/v1#model``."""
     max_new_tokens: int = 64
@@ -48,7 +48,7 @@ class ScoreArgs:
     """Text the continuations follow (used as is: no chat template)."""
     continuations: list[str]
     """Candidate continuations, each scored by its summed token log-probability."""
-    model: str = "smollm2"
+    model: ModelSpec = "smollm2"
     """A known model name or a local model folder / .gguf file."""
 
 

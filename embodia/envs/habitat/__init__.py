@@ -16,11 +16,10 @@ scene graphs (:mod:`.scene_graph`); back ends (:mod:`.backend`, :mod:`.mujoco_ba
 
 from __future__ import annotations
 
-from embodia.envs import register_env
-from embodia.envs.habitat.env import NavConfig, NavEnv
-from embodia.envs.habitat.pathfinder import MultiGoalShortestPath, NavMeshSettings, PathFinder, ShortestPath
-from embodia.envs.habitat.scene import Scene, load_scene
-from embodia.envs.habitat.scene_gen import generate_scene
+import importlib
+from typing import Any
+
+from embodia.envs.registration import register_env
 
 __all__ = [
     "MultiGoalShortestPath",
@@ -33,6 +32,26 @@ __all__ = [
     "generate_scene",
     "load_scene",
 ]
+
+#: public names, imported on first use (registering the ids imports no simulator)
+_LAZY = {
+    "MultiGoalShortestPath": "pathfinder",
+    "NavConfig": "env",
+    "NavEnv": "env",
+    "NavMeshSettings": "pathfinder",
+    "PathFinder": "pathfinder",
+    "Scene": "scene",
+    "ShortestPath": "pathfinder",
+    "generate_scene": "scene_gen",
+    "load_scene": "scene",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _ENTRY = "embodia.envs.habitat.env:NavEnv"
 #: habitat-lab's episode limit for these tasks

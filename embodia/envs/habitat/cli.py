@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from embodia.core.cli_args import ArgumentParser, output_file_path, positive_float, positive_int, seed
 from embodia.errors import EmbodiaError
 
 _TASK_IDS = {
@@ -117,10 +118,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
     scene = sub.add_parser("scene", help="generate a procedural scene (JSON, optional top-down PNG)")
     scene.add_argument("--kind", choices=("apartment", "office"), default="apartment")
-    scene.add_argument("--seed", type=int, default=0)
-    scene.add_argument("--out", required=True)
-    scene.add_argument("--image", help="also write a rendered top-down view here (PNG)")
-    scene.add_argument("--image-width", type=int, default=640)
+    scene.add_argument("--seed", type=seed, default=0)
+    scene.add_argument("--out", type=output_file_path, required=True)
+    scene.add_argument(
+        "--image", type=output_file_path, help="also write a rendered top-down view here (PNG)"
+    )
+    scene.add_argument("--image-width", type=positive_int, default=640)
     scene.set_defaults(func=cmd_scene)
 
     episodes = sub.add_parser("episodes", help="sample episodes into a habitat-lab JSON(.gz) file")
@@ -128,17 +131,20 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     episodes.add_argument(
         "--scene", default="apartment_0", help="shipped name, scene JSON or procedural:<kind>:<seed>"
     )
-    episodes.add_argument("--count", type=int, default=100)
-    episodes.add_argument("--robots", type=int, default=3, help="robots per episode (multirobot)")
-    episodes.add_argument("--seed", type=int, default=0)
-    episodes.add_argument("--out", required=True)
+    episodes.add_argument("--count", type=positive_int, default=100)
+    episodes.add_argument("--robots", type=positive_int, default=3, help="robots per episode (multirobot)")
+    episodes.add_argument("--seed", type=seed, default=0)
+    episodes.add_argument("--out", type=output_file_path, required=True)
     episodes.set_defaults(func=cmd_episodes)
 
     graph = sub.add_parser("graph", help="export a scene graph (rooms, objects, doors, travel times) as JSON")
     graph.add_argument("scene")
-    graph.add_argument("--out", required=True)
+    graph.add_argument("--out", type=output_file_path, required=True)
     graph.add_argument(
-        "--speed", type=float, default=0.5, help="robot speed turning distances into travel times (m/s)"
+        "--speed",
+        type=positive_float,
+        default=0.5,
+        help="robot speed turning distances into travel times (m/s)",
     )
     graph.add_argument("--close-door", action="append", help="close this door first (repeatable)")
     graph.set_defaults(func=cmd_graph)
@@ -146,8 +152,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("eval", help="evaluate a policy with Habitat's metrics")
     ev.add_argument("--task", choices=tuple(_TASK_IDS), default="pointnav")
     ev.add_argument("--policy", default="expert")
-    ev.add_argument("--episodes", type=int, default=50)
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--episodes", type=positive_int, default=50)
+    ev.add_argument("--seed", type=seed, default=0)
     ev.add_argument("--sensors", default="none", choices=("rgbd", "rgb", "depth", "none"))
     ev.add_argument("--action-mode", default="discrete", choices=("discrete", "velocity"))
     ev.add_argument("--json", action="store_true")
@@ -155,7 +161,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="embodia")
+    parser = ArgumentParser(prog="embodia")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:

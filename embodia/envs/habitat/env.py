@@ -32,13 +32,15 @@ habitat-lab so that numbers are comparable:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
+from pydantic import Field
 
+from embodia.core.validation import validate
 from embodia.envs.habitat.backend import NavBackend, make_backend, resolve_backend
 from embodia.envs.habitat.coords import wrap_angle
 from embodia.envs.habitat.episodes import (
@@ -54,7 +56,7 @@ from embodia.envs.habitat.instructions import encode_instruction
 from embodia.envs.habitat.metrics import EpisodeMetrics
 from embodia.envs.habitat.mjcf import RobotSpec
 from embodia.envs.habitat.scene import Scene, load_scene
-from embodia.errors import ActionError
+from embodia.errors import ActionError, EnvArgumentError
 
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = range(4)
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
@@ -68,41 +70,41 @@ class NavConfig:
 
     task: str = "pointnav"
     """``pointnav``, ``objectnav``, ``instructionnav`` or ``multirobot``."""
-    num_robots: int = 1
+    num_robots: Annotated[int, Field(ge=1)] = 1
     """Robots in the scene (``multirobot``: 2 or more)."""
     action_mode: str = "discrete"
     """``discrete`` (stop / forward / left / right) or ``velocity`` (``[linear, angular, stop]``)."""
     sensors: str = "rgbd"
     """``rgbd``, ``rgb``, ``depth`` or ``none`` (no rendering: fastest)."""
-    width: int = 128
+    width: Annotated[int, Field(ge=1)] = 128
     """Camera image width (pixels)."""
-    height: int = 128
+    height: Annotated[int, Field(ge=1)] = 128
     """Camera image height (pixels)."""
-    scenes: tuple[str, ...] = DEFAULT_SCENES
+    scenes: str | tuple[str, ...] = DEFAULT_SCENES
     """Scene references episodes are sampled in (shipped names, JSON paths, ``procedural:<kind>:<seed>``)."""
     dataset: str | None = None
     """A habitat-lab JSON(.gz) episode file; episodes are drawn from it instead of sampled."""
     backend: str = "auto"
     """``auto`` (habitat-sim when it imports, else MuJoCo), ``mujoco`` or ``habitat_sim``."""
-    forward_step: float = 0.25
+    forward_step: Annotated[float, Field(gt=0)] = 0.25
     """MOVE_FORWARD distance (m)."""
-    turn_angle: float = 30.0
+    turn_angle: Annotated[float, Field(gt=0, le=180)] = 30.0
     """TURN_LEFT / TURN_RIGHT angle (degrees)."""
-    success_distance: float | None = None
+    success_distance: Annotated[float, Field(gt=0)] | None = None
     """Success radius (m); ``None`` uses habitat-lab's for the task (0.2, 0.1 to a view point, 3.0)."""
-    max_depth: float = 10.0
+    max_depth: Annotated[float, Field(gt=0)] = 10.0
     """Depth is clipped to this range (m)."""
     normalize_depth: bool = True
     """Divide depth by ``max_depth`` (Habitat's default) so it lies in [0, 1]."""
-    render_size: int = 256
+    render_size: Annotated[int, Field(ge=16)] = 256
     """``render()`` frames are ``render_size`` x ``2 render_size``: the first robot's camera and a top-down map."""
-    max_linear_speed: float = 0.5
+    max_linear_speed: Annotated[float, Field(gt=0)] = 0.5
     """Velocity mode: top forward speed (m/s)."""
-    max_angular_speed: float = 60.0
+    max_angular_speed: Annotated[float, Field(gt=0)] = 60.0
     """Velocity mode: top turn rate (degrees/s)."""
-    control_period: float = 0.5
+    control_period: Annotated[float, Field(gt=0)] = 0.5
     """Velocity mode: seconds per step."""
-    instruction_length: int = 256
+    instruction_length: Annotated[int, Field(ge=1)] = 256
     """Instruction navigation: bytes in the ``instruction`` observation."""
     robot: RobotSpec = field(default_factory=RobotSpec)
     """Robot radius, height and camera."""
@@ -136,12 +138,8 @@ class NavEnv(gymnasium.Env):
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        known = {f.name for f in fields(NavConfig)}
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise TypeError(f"unknown NavEnv arguments {unknown}; known: {sorted(known)}")
-        self.config = NavConfig(**kwargs)
+            raise EnvArgumentError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.config = validate(NavConfig, kwargs, where="navigation environment", error=EnvArgumentError)
         self.render_mode = render_mode
         self.backend_name = resolve_backend(self.config.backend)
         self.success_distance = (

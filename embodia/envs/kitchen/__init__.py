@@ -18,9 +18,21 @@ model API around a robosuite robot (Panda by default) driven by robosuite's OSC 
 
 from __future__ import annotations
 
-# _robosuite first (robosuite imported quietly); importing the task modules registers the kitchen ids
-from embodia.envs.kitchen import _robosuite, cabinet_tasks, microwave_tasks, sink_tasks  # noqa: F401
-from embodia.envs.kitchen.env import KitchenEnv, decode_instruction, encode_instruction
+from typing import Any
+
+# importing the task modules registers the kitchen ids (they need numpy only: robosuite and MuJoCo load
+# when an environment is made)
+from embodia.envs.kitchen import cabinet_tasks, microwave_tasks, sink_tasks  # noqa: F401
 from embodia.envs.kitchen.task import TASKS
 
 __all__ = ["TASKS", "KitchenEnv", "decode_instruction", "encode_instruction"]
+
+_LAZY = {"KitchenEnv", "decode_instruction", "encode_instruction"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from embodia.envs.kitchen import env
+
+        return getattr(env, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

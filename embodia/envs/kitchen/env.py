@@ -33,12 +33,12 @@ from gymnasium import spaces
 from embodia.envs.kitchen.layout import KitchenLayout, layout_size, sample_kitchen
 from embodia.envs.kitchen.scene import SINGLE_ARM_ROBOTS, KitchenScene
 from embodia.envs.kitchen.task import TASKS
-from embodia.errors import ActionError, EmbodiaError
+from embodia.errors import ActionError, EnvArgumentError
 
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 
 
-class KitchenConfigError(EmbodiaError, ValueError):
+class KitchenConfigError(EnvArgumentError):
     """A kitchen environment argument that cannot work (unknown task, robot or camera)."""
 
 
@@ -149,6 +149,17 @@ class KitchenEnv(gymnasium.Env):
                 f"robot {robot!r} cannot work in the kitchen; single-arm robosuite robots: "
                 f"{', '.join(SINGLE_ARM_ROBOTS)}"
             )
+        sizes = {
+            "width": width,
+            "height": height,
+            "camera_width": camera_width,
+            "camera_height": camera_height,
+        }
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise KitchenConfigError(f"{name} must be a positive integer (pixels), got {value!r}")
+        if isinstance(cameras, str):
+            cameras = (cameras,)
         cameras = tuple(cameras)
         for camera in (*cameras, render_camera):
             if camera not in CAMERAS and camera != "overview":

@@ -20,6 +20,10 @@ from pathlib import Path
 from string import Template
 
 import numpy as np
+
+from embodia.envs.kitchen import _robosuite  # noqa: F401  (robosuite imported quietly, first)
+
+# isort: split
 from robosuite.models.arenas import Arena
 from robosuite.models.objects import MujocoXMLObject
 from robosuite.utils.mjcf_utils import array_to_string

@@ -16,6 +16,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
+from embodia.envs.kitchen import _robosuite  # noqa: F401  (robosuite imported quietly, first)
+
+# isort: split
 from robosuite.environments.manipulation.manipulation_env import ManipulationEnv
 from robosuite.models.objects import BreadObject, CanObject, LemonObject, MilkObject
 from robosuite.models.tasks import ManipulationTask

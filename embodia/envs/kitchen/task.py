@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from embodia.envs import register_env
 from embodia.envs.kitchen.layout import KitchenLayout
+from embodia.envs.registration import register_env
 
 #: task name -> class
 TASKS: dict[str, type[KitchenTask]] = {}

@@ -3,7 +3,7 @@
 - Mazes (point mass): ogbench's BFS subgoal oracle (``MazeEnv.get_oracle_subgoal``) gives the next
   cell centre on a shortest path; the expert moves toward it at full speed, and toward the goal itself
   once it is in the goal's cell.
-- Manipulation (cube, puzzle, scene): see :mod:`embodia.envs.ogbench_manip_experts`.
+- Manipulation (cube, puzzle, scene): see :mod:`embodia.envs.ogbench.manip_experts`.
 
 Experts read privileged simulator state through the environment they were made for; they are
 policies in embodia's sense (``reset(seed)``, ``act(obs)``) and are seeded per episode.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from embodia.envs.ogbench import OGBenchEnv
+    from embodia.envs.ogbench.env import OGBenchEnv
 
 
 class MazeSubgoalExpert:
@@ -59,6 +59,6 @@ def make_ogbench_expert(env: OGBenchEnv, noise: float = 0.0) -> Any:
     base = env.ogbench_id.removeprefix("visual-")
     if base.startswith("pointmaze"):
         return MazeSubgoalExpert(env, noise=noise)
-    from embodia.envs.ogbench_manip_experts import make_manip_expert
+    from embodia.envs.ogbench.manip_experts import make_manip_expert
 
     return make_manip_expert(env, noise=noise)

@@ -14,7 +14,7 @@ wrapper), so ``env.unwrapped`` is an :class:`OGBenchEnv` with embodia's extras:
   runs with a private legacy generator derived from the episode seed (same seed, same episode) and the
   global generator is left untouched;
 - rendering is headless with a smaller shadow map than ogbench's 4096 default (6x faster on llvmpipe);
-- ``make_expert()`` returns ogbench's scripted oracle as an embodia policy (see ``ogbench_experts``).
+- ``make_expert()`` returns ogbench's scripted oracle as an embodia policy (see :mod:`embodia.envs.ogbench.experts`).
 
 Two families per ogbench environment: goal-conditioned ids (``embodia/CubeSingle-v0``: one of the five
 evaluation tasks per episode, the goal observation in ``obs["goal"]``) and reward-based single-task ids
@@ -36,10 +36,12 @@ import ogbench  # noqa: F401  (registers the ogbench ids with gymnasium)
 from gymnasium import spaces
 from gymnasium.envs.registration import load_env_creator
 
-from embodia.envs import register_env
-from embodia.errors import ActionError, PolicyError
+from embodia.envs.ogbench import singletask_id
+from embodia.errors import ActionError, EnvArgumentError, PolicyError
 
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
+NUM_TASKS = 5
+"""Evaluation tasks per OGBench environment (``task_id`` 1-5)."""
 
 #: Python-side task variables of ogbench's manipulation envs, saved after the MuJoCo state.
 #: (attribute name, length or None for "length of the attribute's array")
@@ -68,13 +70,6 @@ def legacy_numpy_seed(seed: int) -> Iterator[None]:
         yield
     finally:
         np.random.set_state(saved)
-
-
-def singletask_id(ogbench_id: str, task_id: int | None) -> str:
-    """``cube-single-v0`` -> ``cube-single-singletask-task2-v0`` (ogbench's reward-based ids)."""
-    base = ogbench_id.removesuffix("-v0")
-    suffix = "" if task_id is None else f"-task{task_id}"
-    return f"{base}-singletask{suffix}-v0"
 
 
 class OGBenchEnv(gymnasium.Env):
@@ -107,7 +102,12 @@ class OGBenchEnv(gymnasium.Env):
         multisamples: int | None = None,
     ) -> None:
         if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+            raise EnvArgumentError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        if task_id is not None and (isinstance(task_id, bool) or task_id not in range(1, NUM_TASKS + 1)):
+            raise EnvArgumentError(f"task_id must be one of OGBench's tasks 1-{NUM_TASKS}, got {task_id!r}")
+        for name, value, least in (("width", width, 1), ("height", height, 1), ("shadow_size", shadow_size, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise EnvArgumentError(f"{name} must be an integer >= {least}, got {value!r}")
         self.ogbench_id = ogbench_id
         self.single_task = single_task
         self.task_id = task_id
@@ -256,7 +256,7 @@ class OGBenchEnv(gymnasium.Env):
                 f"{self.ogbench_id} has no scripted expert: ogbench's locomotion data come from a trained "
                 "low-level policy that is not shipped; use --policy PATH with a trained policy"
             )
-        from embodia.envs.ogbench_experts import make_ogbench_expert
+        from embodia.envs.ogbench.experts import make_ogbench_expert
 
         return make_ogbench_expert(self, noise=noise)
 
@@ -396,53 +396,3 @@ def _use_cached_action_space(raw: Any) -> None:
         space = cls.action_space.fget(raw)
     raw.__class__ = _CACHED_SPACE_CLASSES[cls]
     raw._embodia_action_space = space
-
-
-# ---------------------------------------------------------------------- registration
-#: embodia name -> (ogbench id, description)
-_FAMILY = {
-    "PointMaze-Medium": ("pointmaze-medium-v0", "point mass in the medium maze"),
-    "PointMaze-Large": ("pointmaze-large-v0", "point mass in the large maze"),
-    "PointMaze-Giant": ("pointmaze-giant-v0", "point mass in the giant maze"),
-    "AntMaze-Medium": ("antmaze-medium-v0", "quadruped ant in the medium maze (no scripted expert)"),
-    "AntMaze-Large": ("antmaze-large-v0", "quadruped ant in the large maze (no scripted expert)"),
-    "CubeSingle": ("cube-single-v0", "UR5e arm, pick and place one cube"),
-    "CubeDouble": ("cube-double-v0", "UR5e arm, two cubes: place and stack"),
-    "Scene": ("scene-v0", "UR5e arm: cube, drawer, window, two lock buttons"),
-    "Puzzle3x3": ("puzzle-3x3-v0", "UR5e arm, 3x3 lights-out button puzzle"),
-    "Puzzle4x4": ("puzzle-4x4-v0", "UR5e arm, 4x4 lights-out button puzzle"),
-}
-#: pixel variants (64x64 RGB from ogbench's pixel camera); cheap enough for the manipulation tasks.
-_VISUAL = ("CubeSingle", "Puzzle3x3", "Scene")
-
-
-def _register() -> None:
-    entry = "embodia.envs.ogbench:OGBenchEnv"
-    for name, (ogbench_id, description) in _FAMILY.items():
-        steps = gymnasium.spec(ogbench_id).max_episode_steps
-        register_env(
-            f"embodia/{name}-v0",
-            entry,
-            kwargs={"ogbench_id": ogbench_id},
-            max_episode_steps=steps,
-            description=f"OGBench {ogbench_id}: {description}; goal-conditioned, 5 evaluation tasks",
-        )
-        register_env(
-            f"embodia/{name}-SingleTask-v0",
-            entry,
-            kwargs={"ogbench_id": ogbench_id, "single_task": True},
-            max_episode_steps=steps,
-            description=f"OGBench {singletask_id(ogbench_id, None)}: {description}; reward-based (task_id=1..5)",
-        )
-    for name in _VISUAL:
-        ogbench_id = "visual-" + _FAMILY[name][0]
-        register_env(
-            f"embodia/Visual-{name}-v0",
-            entry,
-            kwargs={"ogbench_id": ogbench_id},
-            max_episode_steps=gymnasium.spec(ogbench_id).max_episode_steps,
-            description=f"OGBench {ogbench_id}: {_FAMILY[name][1]}; 64x64 RGB observations",
-        )
-
-
-_register()

@@ -35,8 +35,7 @@ from ogbench.manipspace.oracles.markov.cube_markov import CubeMarkovOracle
 from ogbench.manipspace.oracles.markov.drawer_markov import DrawerMarkovOracle
 from ogbench.manipspace.oracles.markov.window_markov import WindowMarkovOracle
 
-from embodia.envs import register_env
-from embodia.envs.ogbench import _FAMILY, OGBenchEnv, legacy_numpy_seed
+from embodia.envs.ogbench.env import OGBenchEnv, legacy_numpy_seed
 
 
 class OGBenchPlayEnv(OGBenchEnv):
@@ -167,7 +166,7 @@ class OGBenchPlayEnv(OGBenchEnv):
 
     def make_expert(self, noise: float = 0.0) -> Any:
         if self.is_maze:
-            from embodia.envs.ogbench_experts import MazeSubgoalExpert
+            from embodia.envs.ogbench.experts import MazeSubgoalExpert
 
             return MazeSubgoalExpert(self, noise=noise)
         return PlayExpert(self, noise=noise)
@@ -218,33 +217,3 @@ def _kind(ogbench_id: str) -> str:
         if kind in ogbench_id:
             return kind
     raise ValueError(f"no play variant for {ogbench_id}")
-
-
-# ---------------------------------------------------------------------- registration
-_PLAY = (
-    "PointMaze-Medium",
-    "PointMaze-Large",
-    "PointMaze-Giant",
-    "CubeSingle",
-    "CubeDouble",
-    "Scene",
-    "Puzzle3x3",
-    "Puzzle4x4",
-)
-
-
-def _register() -> None:
-    for name in _PLAY:
-        ogbench_id, description = _FAMILY[name]
-        kind = "navigate" if "Maze" in name else "play"
-        register_env(
-            f"embodia/{name}-Play-v0",
-            "embodia.envs.ogbench_play:OGBenchPlayEnv",
-            kwargs={"ogbench_id": ogbench_id},
-            max_episode_steps=1000,
-            description=f"OGBench {ogbench_id} {kind} data collection: {description}; random targets, "
-            "rewards of single task task_id",
-        )
-
-
-_register()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import embodia
-from embodia.envs.ogbench_manip_experts import (
+from embodia.envs.ogbench.manip_experts import (
     HOLD_ACTION,
     lights_out_matrix,
     lights_out_presses,

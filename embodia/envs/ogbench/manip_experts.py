@@ -49,11 +49,11 @@ from ogbench.manipspace.oracles.markov.cube_markov import CubeMarkovOracle
 from ogbench.manipspace.oracles.markov.drawer_markov import DrawerMarkovOracle
 from ogbench.manipspace.oracles.markov.window_markov import WindowMarkovOracle
 
-from embodia.envs.ogbench import legacy_numpy_seed
+from embodia.envs.ogbench.env import legacy_numpy_seed
 from embodia.errors import PolicyError
 
 if TYPE_CHECKING:
-    from embodia.envs.ogbench import OGBenchEnv
+    from embodia.envs.ogbench.env import OGBenchEnv
 
 #: ogbench's success threshold for cubes (Euclidean) and for the drawer and window joints.
 GOAL_TOL = 0.04

@@ -21,9 +21,12 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from embodia.core.paths import output_file
+from embodia.core.seeds import check_seeds
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make, resolve_id
+from embodia.errors import EmbodiaError
 from embodia.policies.base import Policy, make_policy
 
 
@@ -194,6 +197,13 @@ def rollout(
     Ctrl-C stops after committing the episodes already finished; the result says ``interrupted``.
     """
     env_kwargs = dict(env_kwargs or {})
+    if episodes < 1:
+        raise EmbodiaError(f"episodes must be at least 1, got {episodes}")
+    check_seeds(seed, episodes)
+    if max_steps is not None and max_steps < 1:
+        raise EmbodiaError(f"max_steps must be at least 1, got {max_steps}")
+    if video is not None:
+        video = output_file(video, "video")
     owns_env = isinstance(env, str)
     if owns_env:
         env_id = resolve_id(env)
@@ -231,8 +241,12 @@ def rollout(
         result.interrupted = True
     finally:
         if recorder is not None:
-            recorder.flush()  # finished episodes are saved whatever stopped the rollout
-            store.touch()
+            try:
+                recorder.flush()  # finished episodes are saved whatever stopped the rollout
+                store.touch()
+            finally:
+                if store is not record:
+                    store.close()  # the writer lock of a store opened here
         if frames:
             from embodia.data.video import write_video
 

@@ -8,7 +8,7 @@ import pytest
 import embodia
 from embodia.data.store import TrajectoryStore
 from embodia.errors import ActionError
-from embodia.rollout import rollout
+from embodia.runner import rollout
 
 
 class ChunkPolicy:
