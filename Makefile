@@ -37,9 +37,10 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q -x --durations=15
 
-lint: setup
+lint: setup  ## ruff, and the layer contracts of ARCHITECTURE.md (import-linter)
 	$(BIN)/ruff check embodia tests benchmarks scripts
 	$(BIN)/ruff format --check embodia tests benchmarks scripts
+	$(BIN)/lint-imports
 
 format: setup
 	$(BIN)/ruff format embodia tests benchmarks

@@ -21,7 +21,7 @@ import embodia
 from benchmarks._common import interleaved, markdown_table, save
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
-from embodia.runner import run_episode
+from embodia.runner import RecordingHook, run_episode
 
 
 class FixedActions:
@@ -50,16 +50,18 @@ def measure(env_id: str, episodes: int, steps: int, repeats: int) -> dict:
     batched = EpisodeRecorder(TrajectoryStore(tmp / "batched.zarr", mode="w"), env_id)
     per_episode = EpisodeRecorder(TrajectoryStore(tmp / "each.zarr", mode="w"), env_id, commit_every=0)
     for recorder in (batched, per_episode):
-        run_episode(env, policy, 0, recorder=recorder, max_steps=steps)
+        run_episode(env, policy, 0, hooks=[RecordingHook(recorder)], max_steps=steps)
         recorder.flush()
 
     def without() -> float:
-        return sum(run_episode(env, policy, seed, max_steps=steps)[0].length for seed in range(episodes))
+        return sum(run_episode(env, policy, seed, max_steps=steps).length for seed in range(episodes))
 
     def recording(recorder: EpisodeRecorder):
+        hooks = [RecordingHook(recorder)]
+
         def run() -> float:
             done = sum(
-                run_episode(env, policy, seed, recorder=recorder, max_steps=steps)[0].length
+                run_episode(env, policy, seed, hooks=hooks, max_steps=steps).length
                 for seed in range(episodes)
             )
             recorder.flush()  # everything committed before the clock stops

@@ -22,15 +22,14 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 if os.environ["MUJOCO_GL"] in ("egl", "osmesa"):
     os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
-__version__ = "0.1.0"
-
+from embodia.core.errors import EmbodiaError  # noqa: E402
+from embodia.core.version import __version__  # noqa: E402
 from embodia.envs import list_envs, make  # noqa: E402  (registers every environment id with gymnasium)
-from embodia.errors import EmbodiaError  # noqa: E402
 
 #: names loaded on first use
 _LAZY = {
     "TrajectoryStore": "embodia.data.store",
-    "load_policy": "embodia.policies",
+    "load_policy": "embodia.core.policy",
     "rollout": "embodia.runner",
 }
 

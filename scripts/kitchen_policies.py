@@ -17,9 +17,9 @@ from pathlib import Path
 
 import embodia
 from embodia.data.store import TrajectoryStore
-from embodia.policies.evaluate import evaluate_policy
 from embodia.policies.train import TrainConfig, train
 from embodia.runner import rollout
+from embodia.runner.evaluate import evaluate_policy
 
 
 def record_demos(task: str, episodes: int, path: Path, noise: float) -> dict:

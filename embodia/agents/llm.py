@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from embodia.errors import EmbodiaError
+from embodia.core.errors import EmbodiaError
 
 if TYPE_CHECKING:
     import torch

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from embodia.core.errors import EmbodiaError
 from embodia.core.seeds import MAX_SEED
-from embodia.errors import EmbodiaError
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -76,8 +76,8 @@ finite_float = _number(float, None, None, "expected a finite number")
 
 def output_file_path(text: str) -> str:
     """A file to write: not an existing folder, not under a file (checked before any work starts)."""
+    from embodia.core.errors import OutputPathError
     from embodia.core.paths import output_file
-    from embodia.errors import OutputPathError
 
     try:
         output_file(text, "the path")

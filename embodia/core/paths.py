@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embodia.errors import OutputPathError
+from embodia.core.errors import OutputPathError
 
 
 def output_file(path: str | Path, what: str = "output") -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from embodia.errors import EmbodiaError
+from embodia.core.errors import EmbodiaError
 
 MAX_SEED = 2**32 - 1
 """Largest seed NumPy accepts."""

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from embodia.errors import ConfigError, EmbodiaError
+from embodia.core.errors import ConfigError, EmbodiaError
 
 T = TypeVar("T")
 
@@ -106,7 +106,7 @@ def validate(
         cls: a dataclass (or pydantic model) whose fields declare types and ranges.
         data: plain data, e.g. parsed from YAML or JSON; an instance of ``cls`` is re-validated.
         where: what the data is, for the message (a file name, ``"deas config"``, ``"tool 'x'"``).
-        error: the exception type raised for invalid data (one per kind, see :mod:`embodia.errors`).
+        error: the exception type raised for invalid data (one per kind, see :mod:`embodia.core.errors`).
         context: passed to field validators that need it (e.g. the workspace that confines paths).
 
     Raises:

@@ -91,7 +91,7 @@ class WindowSampler:
         self.episode_ends = np.asarray(episode_ends, dtype=np.int64)
         # For every row: the last row of its episode.
         lengths = np.diff(np.concatenate([[0], self.episode_ends]))
-        self._episode_last = np.repeat(self.episode_ends - 1, lengths)
+        self.episode_last = np.repeat(self.episode_ends - 1, lengths)
         self.starts = valid_window_starts(self.episode_ends, self.terminated, self.horizon)
         if len(self.starts) == 0:
             raise ValueError(f"no window of horizon {horizon} fits in any episode (episodes too short)")
@@ -104,7 +104,7 @@ class WindowSampler:
     def windows(self, starts: np.ndarray) -> dict[str, Any]:
         """The windows beginning at the given global row indices (see module docstring)."""
         starts = np.asarray(starts, dtype=np.int64)
-        last = self._episode_last[starts]
+        last = self.episode_last[starts]
         raw_index = starts[:, None] + self._offsets[None, :]
         inside = raw_index <= last[:, None]
         index = np.minimum(raw_index, last[:, None])

@@ -38,6 +38,14 @@ import numpy as np
 import zarr
 from zarr.core.sync import sync as zarr_sync
 
+from embodia.core.errors import (
+    EpisodeIndexError,
+    StoreCorruptError,
+    StoreError,
+    StoreFormatError,
+    StoreNotFoundError,
+    StoreSchemaError,
+)
 from embodia.data.store_integrity import (
     PATH_PROBLEMS,
     STORE_ENTRIES,
@@ -48,14 +56,6 @@ from embodia.data.store_integrity import (
     schema_difference,
 )
 from embodia.data.writer_lock import WriterLock
-from embodia.errors import (
-    EpisodeIndexError,
-    StoreCorruptError,
-    StoreError,
-    StoreFormatError,
-    StoreNotFoundError,
-    StoreSchemaError,
-)
 
 FORMAT_VERSION = 1
 _TARGET_CHUNK_BYTES = 1 << 17  # ~128 KiB per chunk: appends rewrite at most a few small chunks
@@ -634,6 +634,6 @@ def _write_concurrently(writes: list[tuple[zarr.Array, slice, np.ndarray]]) -> N
 
 
 def _embodia_version() -> str:
-    from embodia import __version__
+    from embodia.core.version import __version__
 
     return __version__

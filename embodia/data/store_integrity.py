@@ -1,6 +1,6 @@
 """What a trajectory store may be opened on, and the checks that tell a sound store from a corrupt one.
 
-Detected (each as :class:`~embodia.errors.StoreCorruptError` naming the array, rows and episode):
+Detected (each as :class:`~embodia.core.errors.StoreCorruptError` naming the array, rows and episode):
 
 - root metadata (``zarr.json``) missing or unreadable, a group or array missing;
 - ``meta/episode_ends`` not increasing with further ends after the break (two writers, or a foreign write);
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from embodia.core.errors import StoreCorruptError
 from embodia.data.writer_lock import LOCK_NAME
-from embodia.errors import StoreCorruptError
 
 #: what a store directory holds; ``mode="w"`` removes the first three and refuses if anything else is there
 STORE_ENTRIES = {"zarr.json", "data", "meta", LOCK_NAME}

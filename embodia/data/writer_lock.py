@@ -3,7 +3,7 @@
 The lock is ``fcntl.flock`` on ``<store>/.embodia-writer.lock``. The kernel releases it when the holding
 process exits for any reason, SIGKILL included, so a killed writer never leaves a store locked; a second
 writer (another process, or a second handle in the same process) fails at once with
-:class:`~embodia.errors.StoreLockedError`, saying who holds the lock. The file itself stays (removing a
+:class:`~embodia.core.errors.StoreLockedError`, saying who holds the lock. The file itself stays (removing a
 lock file races with the next writer); it holds the current writer's pid, host, command and start time.
 Advisory locks work on local file systems; on network file systems they depend on the server.
 """
@@ -18,7 +18,7 @@ import socket
 import sys
 from pathlib import Path
 
-from embodia.errors import StoreLockedError
+from embodia.core.errors import StoreLockedError
 
 LOCK_NAME = ".embodia-writer.lock"
 

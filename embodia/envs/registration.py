@@ -19,7 +19,7 @@ from typing import Any
 
 import gymnasium
 
-from embodia.errors import EnvArgumentError, UnknownEnvError
+from embodia.core.errors import EnvArgumentError, UnknownEnvError
 
 NAMESPACE = "embodia"
 
@@ -167,17 +167,23 @@ def describe(env_id: str, *, build: bool = False) -> EnvInfo:
 
 
 def inspect_env(env_id: str) -> dict[str, Any]:
-    """Build ``env_id`` once (default arguments) and return its catalog entry."""
+    """Build ``env_id`` once (default arguments), check its contract, and return its catalog entry.
+
+    Raises:
+        EnvContractError: the environment breaks embodia's environment contract (:mod:`embodia.core.env`).
+    """
+    from embodia.core.env import check_embodied_env, has_expert
     from embodia.envs.catalog import space_to_json
 
     env = make(env_id)
     try:
+        check_embodied_env(env)
         return {
             "observation_space": space_to_json(env.observation_space),
             "action_space": space_to_json(env.action_space),
             "max_episode_steps": env.spec.max_episode_steps if env.spec else None,
             "renders": "rgb_array" in env.metadata.get("render_modes", []),
-            "has_expert": bool(getattr(env.unwrapped, "has_expert", False)),
+            "has_expert": has_expert(env),
         }
     finally:
         env.close()

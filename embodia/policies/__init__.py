@@ -1,7 +1,37 @@
-"""Policies: the :class:`Policy` protocol, simple policies, and loading trained ones from a folder."""
+"""Learning policies from trajectory stores: the registry of training methods, networks, learners, training.
+
+Every method is registered here, by name, with its learner and config classes as ``"module:Class"``
+strings (imported when the method is used): the CLI, training, the comparison and the tests read this one
+registry (:func:`~embodia.policies.learner.learner_names`, :func:`~embodia.policies.learner.learner_classes`).
+"""
 
 from __future__ import annotations
 
-from embodia.policies.base import Policy, RandomPolicy, load_policy, make_policy, register_policy_type
+from embodia.policies.learner import learner_classes, learner_names, register_learner
 
-__all__ = ["Policy", "RandomPolicy", "load_policy", "make_policy", "register_policy_type"]
+register_learner(
+    "bc",
+    "embodia.policies.bc:BC",
+    "embodia.policies.bc:BCConfig",
+    "behaviour cloning, optionally with action chunks",
+)
+register_learner(
+    "iql",
+    "embodia.policies.iql:IQL",
+    "embodia.policies.iql:IQLConfig",
+    "implicit Q-learning (n-step optional), DDPG+BC or AWR extraction",
+)
+register_learner(
+    "gciql",
+    "embodia.policies.gciql:GCIQL",
+    "embodia.policies.gciql:GCIQLConfig",
+    "goal-conditioned IQL with hindsight goal relabelling",
+)
+register_learner(
+    "deas",
+    "embodia.policies.deas:DEAS",
+    "embodia.policies.deas:DEASConfig",
+    "DEAS: detached value learning over action sequences",
+)
+
+__all__ = ["learner_classes", "learner_names", "register_learner"]

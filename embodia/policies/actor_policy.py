@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from embodia.errors import PolicyError
-from embodia.policies.base import register_policy_type
+from embodia.core.errors import PolicyError
+from embodia.core.policy import register_policy_type
 from embodia.policies.networks import Actor, ObsNormalizer
 
 

@@ -2,8 +2,9 @@
 
     L = E[ || pi(s_t) - a_{t:t+H-1} ||^2 ]   (over valid steps of the window)
 
-``chunk = 1`` is plain BC; ``chunk > 1`` predicts a sequence that the runner executes as a chunk
-(the ACT / diffusion-policy style of action chunking, with a deterministic MLP head).
+``chunk = 1`` is plain BC; ``chunk > 1`` predicts a sequence that the runner executes as a chunk (the
+action chunking of ACT, Learning Fine-Grained Bimanual Manipulation with Low-Cost Hardware, Zhao et al.,
+RSS 2023, arXiv:2304.13705, with a deterministic MLP head).
 """
 
 from __future__ import annotations
@@ -14,54 +15,34 @@ from typing import Annotated, Any, ClassVar
 import torch
 from pydantic import Field
 
-from embodia.core.validation import validate
-from embodia.policies.networks import Actor, ObsNormalizer
+from embodia.policies.learner import ChunkedPolicyConfig, NetworkConfig, OfflineLearner
+from embodia.policies.networks import Actor
 
 
 @dataclass
-class BCConfig:
+class BCConfig(NetworkConfig, ChunkedPolicyConfig):
     """Hyperparameters of behaviour cloning."""
 
+    chunk_field: ClassVar[str] = "chunk"
     chunk: Annotated[int, Field(ge=1)] = 1
     """H (>= 1): actions predicted (and executed) per decision."""
-    hidden: tuple[Annotated[int, Field(ge=1)], ...] = (256, 256, 256)
-    """Hidden layer sizes, each >= 1 (LayerNorm + GELU)."""
-    lr: Annotated[float, Field(gt=0)] = 3e-4
-    """Adam learning rate (> 0)."""
-    execute_steps: Annotated[int, Field(ge=1)] | None = None
-    """Steps of each chunk executed before re-planning, 1..chunk (default: the whole chunk)."""
-
-    def __post_init__(self) -> None:
-        if self.execute_steps is not None and self.execute_steps > self.chunk:
-            raise ValueError(
-                f"execute_steps ({self.execute_steps}) cannot exceed chunk ({self.chunk}): "
-                "a chunk has only that many actions"
-            )
 
 
-class BC:
+class BC(OfflineLearner):
     """Behaviour cloning learner over windows of ``chunk`` steps."""
 
-    name = "bc"
+    name: ClassVar[str] = "bc"
+    config_class: ClassVar[type] = BCConfig
     needs_reward: ClassVar[bool] = False
     """imitates actions only: a store without rewards is fine"""
 
-    def __init__(
-        self,
-        config: BCConfig,
-        normalizer: ObsNormalizer,
-        action_dim: int,
-        reward_range: tuple[float, float] = (0.0, 1.0),
-        seed: int = 0,
-    ) -> None:
-        config = validate(BCConfig, config, where="bc config")  # a config built in Python, too
-        torch.manual_seed(seed)
-        self.config = config
-        self.window = config.chunk
-        self.action_dim = action_dim
-        self.normalizer = normalizer
-        self.actor = Actor(normalizer.dim, action_dim, config.chunk, config.hidden)
-        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=config.lr)
+    def build(self) -> None:
+        self.actor = Actor(self.normalizer.dim, self.action_dim, self.config.chunk, self.config.hidden)
+        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=self.config.lr)
+
+    @classmethod
+    def window_for(cls, config: BCConfig) -> int:
+        return config.chunk
 
     def update(self, batch: dict[str, Any]) -> dict[str, float]:
         obs = self.normalizer(batch["obs"])

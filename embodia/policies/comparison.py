@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from embodia.data.generate import generate_dataset
 from embodia.data.store import TrajectoryStore
-from embodia.policies.evaluate import evaluate_policy, wilson_interval
 from embodia.policies.train import TrainConfig, train
+from embodia.runner.datasets import generate_dataset
+from embodia.runner.evaluate import evaluate_policy, wilson_interval
 
 
 @dataclass

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from embodia.errors import PolicyError
-from embodia.policies.base import register_policy_type
+from embodia.core.errors import PolicyError
+from embodia.core.policy import register_policy_type
 
 
 class LinearPolicy:

@@ -19,34 +19,23 @@ import dataclasses
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 import torch
 from pydantic import BeforeValidator, Field
 from safetensors.torch import save_file
 
+from embodia.core.errors import EmbodiaError
 from embodia.core.validation import validate
-from embodia.data.sampling import WindowSampler, to_torch
+from embodia.data.sampling import WindowSampler
 from embodia.data.store import TrajectoryStore
-from embodia.errors import EmbodiaError
 from embodia.policies.actor_policy import ActorPolicy, save_actor_policy
-from embodia.policies.bc import BC, BCConfig
-from embodia.policies.deas import DEAS, DEASConfig
-from embodia.policies.gciql import GCIQL, GCIQLConfig
-from embodia.policies.iql import IQL, IQLConfig
-from embodia.policies.networks import ObsNormalizer
-
-#: method name -> (learner class, config dataclass); a learner class says whether it learns from the
-#: dataset's rewards (``needs_reward``)
-METHODS: dict[str, tuple[type, type]] = {
-    "deas": (DEAS, DEASConfig),
-    "iql": (IQL, IQLConfig),
-    "bc": (BC, BCConfig),
-    "gciql": (GCIQL, GCIQLConfig),
-}
+from embodia.policies.learner import Learner, learner_classes, learner_names
+from embodia.runner.evaluate import evaluate_policy
 
 
 def _fspath(value: Any) -> Any:
@@ -61,8 +50,8 @@ PathStr = Annotated[str, BeforeValidator(_fspath), Field(min_length=1)]
 class TrainConfig:
     """One training run."""
 
-    method: Literal["deas", "iql", "bc", "gciql"]
-    """"deas", "iql", "bc" or "gciql"."""
+    method: str
+    """A registered method (``embodia.policies.learner.learner_names()``: bc, deas, gciql, iql)."""
     dataset: PathStr
     """Path of the trajectory store to learn from."""
     out: PathStr
@@ -87,6 +76,10 @@ class TrainConfig:
     """Overrides of the method's config dataclass (e.g. {"horizon": 8}); validated by
     :func:`method_config_for` (JSON lists become tuples)."""
 
+    def __post_init__(self) -> None:
+        if self.method not in learner_names():
+            raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(learner_names())}")
+
 
 def check_train_config(config: TrainConfig | dict[str, Any]) -> TrainConfig:
     """``config`` with every field checked (types, ranges, no NaN / inf, no unknown fields).
@@ -104,12 +97,10 @@ def method_config_for(method: str, options: dict[str, Any]) -> Any:
     Raises:
         ConfigError: e.g. ``deas config: horizon: Input should be greater than or equal to 1 (got 0)``.
     """
-    if method not in METHODS:
-        raise EmbodiaError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    return validate(METHODS[method][1], options, where=f"{method} config")
+    return validate(learner_classes(method)[1], options, where=f"{method} config")
 
 
-def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple[Any, WindowSampler]:
+def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple[Learner, WindowSampler]:
     """The learner and the window sampler it trains from.
 
     Raises:
@@ -118,26 +109,20 @@ def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple
             whose learner class sets ``needs_reward``).
     """
     config = check_train_config(config)
-    learner_cls, _ = METHODS[config.method]
+    learner_cls, _ = learner_classes(config.method)
     method_config = method_config_for(config.method, config.method_config)
     store = str(sampler_source.path)
-    if getattr(learner_cls, "needs_reward", False) and "reward" not in sampler_source.keys:
+    if learner_cls.needs_reward and "reward" not in sampler_source.keys:
         raise EmbodiaError(
             f"store {store!r} has no 'reward' key: {config.method} learns from rewards; "
             "record with rewards or use bc"
         )
-    window = (
-        getattr(method_config, "horizon", None)
-        or getattr(method_config, "chunk", None)
-        or getattr(method_config, "n_step", 1)
-    )
     if "state" not in sampler_source.keys:
         raise EmbodiaError(f"store {store!r} has no 'state' observations to learn from")
-    sampler = WindowSampler(sampler_source, horizon=window, obs_keys=["state"], seed=config.seed)
-    if learner_cls is GCIQL:
-        normalizer = GCIQL.fit_normalizer(sampler)
-    else:
-        normalizer = ObsNormalizer.fit(["state"], sampler.arrays)
+    sampler = WindowSampler(
+        sampler_source, horizon=learner_cls.window_for(method_config), obs_keys=["state"], seed=config.seed
+    )
+    normalizer = learner_cls.fit_normalizer(sampler)
     rewards = sampler.reward
     reward_range = (float(rewards.min()), float(rewards.max())) if len(rewards) else (0.0, 1.0)
     action_dim = int(np.prod(sampler.arrays["action"].shape[1:]))
@@ -145,7 +130,7 @@ def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple
     return learner, sampler
 
 
-def export_policy(learner: Any, folder: Path, meta: dict[str, Any]) -> ActorPolicy:
+def export_policy(learner: Learner, folder: Path, meta: dict[str, Any]) -> ActorPolicy:
     cfg = learner.config
     save_actor_policy(
         folder,
@@ -160,21 +145,16 @@ def export_policy(learner: Any, folder: Path, meta: dict[str, Any]) -> ActorPoli
     return load_actor_policy(folder)
 
 
-def evaluate(
-    policy: Any, env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int
-) -> dict[str, float]:
-    from embodia.runner import rollout
+def train(
+    config: TrainConfig,
+    progress: bool = False,
+    on_log: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``config``; returns the final metrics (with ``interrupted`` if stopped by Ctrl-C).
 
-    result = rollout(env_id, policy, episodes=episodes, seed=seed, env_kwargs=env_kwargs)
-    return {
-        "success_rate": result.success_rate,
-        "mean_return": result.mean_return,
-        "mean_length": result.mean_length,
-    }
-
-
-def train(config: TrainConfig, progress: bool = False) -> dict[str, Any]:
-    """Run ``config``; returns the final metrics (with ``interrupted`` if stopped by Ctrl-C)."""
+    ``progress`` shows a progress bar; ``on_log`` receives every line written to ``metrics.jsonl`` (the
+    agent tool forwards them as MCP progress).
+    """
     # Small MLPs on a 2-core machine: one intra-op thread is faster than two fighting the simulator.
     torch.set_num_threads(int(os.environ.get("EMBODIA_TORCH_THREADS", "1")))
     config = check_train_config(config)
@@ -196,7 +176,6 @@ def train(config: TrainConfig, progress: bool = False) -> dict[str, Any]:
         "env_kwargs": config.env_kwargs,
         "dataset": config.dataset,
     }
-    sample = getattr(learner, "sample", None) or (lambda s, n: to_torch(s.sample(n)))
     metrics_file = (out / "metrics.jsonl").open("a")
     history: list[dict[str, Any]] = []
     last: dict[str, Any] = {}
@@ -206,6 +185,8 @@ def train(config: TrainConfig, progress: bool = False) -> dict[str, Any]:
         history.append(record)
         metrics_file.write(json.dumps(record) + "\n")
         metrics_file.flush()
+        if on_log is not None:
+            on_log(record)
 
     def checkpoint_and_eval() -> None:
         policy = export_policy(learner, out / "policy", {**meta, "step": step})
@@ -218,9 +199,15 @@ def train(config: TrainConfig, progress: bool = False) -> dict[str, Any]:
             str(out / "agent.safetensors"),
         )
         if config.env_id and config.eval_episodes > 0:
-            scores = evaluate(
-                policy, config.env_id, config.env_kwargs, config.eval_episodes, 100_000 + config.seed * 1000
+            result = evaluate_policy(
+                policy,
+                config.env_id,
+                episodes=config.eval_episodes,
+                seeds=[100_000 + config.seed * 1000],  # never the seeds of the final evaluations
+                seed_stride=1,
+                env_kwargs=config.env_kwargs,
             )
+            scores = {k: getattr(result, k) for k in ("success_rate", "mean_return", "mean_length")}
             record = {"step": step, "eval": scores, "time": time.perf_counter() - started}
             log(record)
             last.update(record)
@@ -241,7 +228,7 @@ def train(config: TrainConfig, progress: bool = False) -> dict[str, Any]:
             )
             running: dict[str, list[float]] = {}
             while step < config.steps:
-                metrics = learner.update(sample(sampler, config.batch_size))
+                metrics = learner.update(learner.sample(sampler, config.batch_size))
                 step += 1
                 for key, value in metrics.items():
                     running.setdefault(key, []).append(value)

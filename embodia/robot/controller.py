@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from embodia.core.chunks import ActionChunker
 from embodia.robot.config import PolicyNodeConfig, check_node_config
 from embodia.robot.convert import header_stamp_ns, to_array
 from embodia.robot.errors import MessageError
@@ -47,35 +48,6 @@ class _Latest:
     fresh: bool = False
 
 
-class ChunkQueue:
-    """Turns a policy's outputs (single actions or ``(chunk, action_dim)`` chunks) into one action per tick.
-
-    The policy is queried again when the chunk is used up, or after ``execute_steps`` steps when the
-    policy sets that attribute (receding horizon), as :func:`embodia.runner.rollout` does.
-    """
-
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
-        self.execute_steps = getattr(policy, "execute_steps", None)
-        self._chunk: np.ndarray | None = None
-        self._cursor = 0
-
-    def clear(self) -> None:
-        self._chunk, self._cursor = None, 0
-
-    def next_action(self, obs: dict[str, Any]) -> np.ndarray:
-        limit = 0 if self._chunk is None else len(self._chunk)
-        if self.execute_steps is not None:
-            limit = min(limit, int(self.execute_steps))
-        if self._chunk is None or self._cursor >= limit:
-            out = np.asarray(self.policy.act(obs))
-            self._chunk = out if out.ndim == 2 else out.reshape(1, -1)
-            self._cursor = 0
-        action = self._chunk[self._cursor]
-        self._cursor += 1
-        return action
-
-
 @dataclass
 class PolicyController:
     """Observation assembly, policy, watchdog and command filter (see the module docstring)."""
@@ -89,7 +61,7 @@ class PolicyController:
         self._latest = [_Latest() for _ in cfg.observations]
         self.watchdog = Watchdog(cfg.required_keys, cfg.watchdog_timeout)
         self.filter = CommandFilter(cfg.command.limits())
-        self.chunks = ChunkQueue(self.policy)
+        self.chunks = ActionChunker(self.policy, (cfg.command.size,))  # the episode runner's, too
         self.rejected: dict[str, int] = {o.topic: 0 for o in cfg.observations}
         self.counters.update(ticks=0, policy_steps=0, safe_stops=0, stale=0, policy_error=0, resets=0)
         self._stale = False
@@ -127,7 +99,7 @@ class PolicyController:
     def reset(self, seed: int | None = None) -> None:
         """A new episode: reset the policy (with ``seed``) and drop the current chunk."""
         self.policy.reset(seed=seed)
-        self.chunks.clear()
+        self.chunks.reset()
         self.counters["resets"] += 1
 
     # ------------------------------------------------------------------ assembly
@@ -178,7 +150,7 @@ class PolicyController:
         if not report.ok:
             self.counters["stale"] += 1
             self.counters["safe_stops"] += 1
-            self.chunks.clear()  # never resume a plan made before the observations went stale
+            self.chunks.reset()  # never resume a plan made before the observations went stale
             self._stale = True
             return TickResult(self.filter.safe_command(), "stale", None, f"stale: {', '.join(report.stale)}")
         self._stale = False
@@ -191,7 +163,7 @@ class PolicyController:
         except Exception as error:  # a policy that raises must not stop the robot's safety loop
             self.counters["policy_error"] += 1
             self.counters["safe_stops"] += 1
-            self.chunks.clear()
+            self.chunks.reset()
             return TickResult(
                 self.filter.safe_command(), "policy_error", stamp, f"{type(error).__name__}: {error}"
             )
@@ -199,7 +171,7 @@ class PolicyController:
         result = self.filter(raw)
         if result.safe_stop:
             self.counters["safe_stops"] += 1
-            self.chunks.clear()
+            self.chunks.reset()
             return TickResult(
                 result.command, result.fault, stamp, f"policy output {np.asarray(raw).tolist()}"
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from embodia.errors import EmbodiaError
+from embodia.core.errors import EmbodiaError
 
 
 class RobotConfigError(EmbodiaError, ValueError):

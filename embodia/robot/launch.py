@@ -61,10 +61,11 @@ import yaml
 from embodia.robot.errors import LaunchFileError
 
 #: executables of the embodia_ros package -> module run with ``python -m``
+#: the embodia_ros executables, as the ``embodia`` command lines they are (see ``embodia.cli.robot.ros_node``)
 EMBODIA_EXECUTABLES = {
-    "policy_node": "embodia.robot.policy_node",
-    "sim_node": "embodia.robot.sim_bridge",
-    "record_node": "embodia.robot.record",
+    "policy_node": ("robot", "policy"),
+    "sim_node": ("robot", "sim"),
+    "record_node": ("robot", "record"),
 }
 _SUBSTITUTION = re.compile(r"\$\(([a-z-]+)((?:\s+[^)\s]+)*)\s*\)")
 
@@ -147,7 +148,7 @@ def resolve_executable(package: str, executable: str) -> list[str]:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return [str(candidate)]
     if package == "embodia_ros" and executable in EMBODIA_EXECUTABLES:
-        return [sys.executable, "-m", EMBODIA_EXECUTABLES[executable]]
+        return [sys.executable, "-m", "embodia.cli", *EMBODIA_EXECUTABLES[executable]]
     known = ", ".join(EMBODIA_EXECUTABLES)
     raise LaunchFileError(
         f"executable {executable!r} of package {package!r} not found (embodia_ros has {known}; other "

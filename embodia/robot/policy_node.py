@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embodia.errors import PolicyError
+from embodia.core.errors import PolicyError
 from embodia.robot import ros
 from embodia.robot.config import PolicyNodeConfig, check_node_config, load_node_config
 from embodia.robot.controller import PolicyController, TickResult
@@ -46,7 +46,7 @@ def resolve_policy(spec: Any) -> Any:
         return spec
     text = str(spec)
     if Path(text).exists() or ":" not in text:
-        from embodia.policies.base import load_policy
+        from embodia.core.policy import load_policy
 
         return load_policy(text)
     module_name, _, attr = text.partition(":")
@@ -213,18 +213,19 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
 
 
 def run_policy_node(
-    policy: Any,
-    config: PolicyNodeConfig | str | Path,
+    policy: Any = None,
+    config: PolicyNodeConfig | str | Path | None = None,
     argv: Sequence[str] | None = None,
     duration: float | None = None,
 ) -> dict[str, Any]:
     """Start ROS, run a policy node until Ctrl-C (or ``duration`` seconds), return its final status.
 
-    ``config`` (a YAML path or a :class:`PolicyNodeConfig`) is validated before ROS starts.
+    ``config`` (a YAML path or a :class:`PolicyNodeConfig`) is validated before ROS starts. ``policy`` and
+    ``config`` left out come from the node's ROS parameters of the same names (``ros2 run``, launch files).
     """
     if isinstance(config, PolicyNodeConfig):
         config = check_node_config(config)
-    else:  # fail before ROS starts; the node reads the file again, with its ROS parameter overrides
+    elif config is not None:  # fail before ROS starts; the node reads the file again, with its ROS overrides
         load_node_config(config)
     ros.init(argv)
     node = None
@@ -236,23 +237,3 @@ def run_policy_node(
         if node is not None:
             node.destroy_node()
         ros.shutdown()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``ros2 run embodia_ros policy_node`` (policy and config as ROS parameters)."""
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ros.init(argv)
-    node = None
-    try:
-        node = PolicyNode()
-        node.spin()
-    finally:
-        if node is not None:
-            node.destroy_node()
-        ros.shutdown()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,7 +16,6 @@ Without events one episode is committed when the recording stops. Every committe
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -371,29 +370,3 @@ def record(
             node.destroy_node()
         ros.shutdown()
     return {"episodes": assembler.episodes, "steps": sink.steps, "rejected": node.rejected if node else 0}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``ros2 run embodia_ros record_node TOPICS... --out STORE.zarr``."""
-    from embodia.robot.cli import record_parser
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    rest = ros.init(argv)
-    args = record_parser().parse_args(rest)
-    result = record(
-        args.topics,
-        args.out,
-        action=args.action,
-        step_on=args.step_on,
-        episode_topic=args.episode_topic or None,
-        episodes=args.episodes,
-        duration=args.duration,
-        env_id=args.env_id,
-        argv=argv,
-    )
-    print(json.dumps(result))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

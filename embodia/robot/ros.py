@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from embodia.errors import EmbodiaError
+from embodia.core.errors import EmbodiaError
 from embodia.robot.rate import RateController
 
 

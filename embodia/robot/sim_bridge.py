@@ -479,21 +479,3 @@ def run_sim_bridge(config: BridgeConfig, argv: Sequence[str] | None = None) -> l
         if node is not None:
             node.destroy_node()
         ros.shutdown()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``ros2 run embodia_ros sim_node`` (the ``embodia robot sim`` arguments)."""
-    import sys
-
-    from embodia.robot import sim_bridge  # this file may run as __main__: use the module's classes throughout
-    from embodia.robot.cli import build_sim_config, sim_parser
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    rest = ros.init(argv)
-    args = sim_parser().parse_args(rest)
-    sim_bridge.run_sim_bridge(build_sim_config(args), argv)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

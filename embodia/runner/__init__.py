@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
-from embodia.runner.episodes import EpisodeStats, RolloutResult, rollout, run_episode
+from embodia.runner.episodes import RolloutResult, rollout, run_episode
+from embodia.runner.hooks import EpisodeHook, EpisodeStats, FinalInfo, RecordingHook, Step
 
-__all__ = ["EpisodeStats", "RolloutResult", "rollout", "run_episode"]
+__all__ = [
+    "EpisodeHook",
+    "EpisodeStats",
+    "FinalInfo",
+    "RecordingHook",
+    "RolloutResult",
+    "Step",
+    "rollout",
+    "run_episode",
+]

@@ -1,19 +1,20 @@
-"""Run episodes: environment + policy (+ recorder, + video) -> per-episode statistics.
+"""The episode runner: one loop for every place that runs episodes (runs, evaluation, data generation).
+
+:func:`run_episode` resets the environment and the policy with a seed, executes the policy's actions (action
+chunks through :class:`embodia.core.chunks.ActionChunker`, the same runner the ROS 2 node uses) until the
+episode terminates, is truncated or reaches ``max_steps``, and tells its hooks (:mod:`embodia.runner.hooks`:
+recording, video, progress, metrics) about every step. :func:`rollout` runs seeded episodes of an
+environment id or object and collects their statistics.
 
 Seeding: episode ``i`` of ``rollout(..., seed=s)`` resets the environment and the policy with seed
 ``s + i``, so every episode can be re-run alone (and is replayable from its recorded seed).
-
-Action chunks: a policy whose ``act`` returns an array with one more dimension than the action space
-(``(chunk, action_dim)``) has the chunk executed step by step; the policy is queried again when the
-chunk is used up, or after ``execute_steps`` steps if the policy sets that attribute (receding horizon).
-
 Episode success is whether ``info["success"]`` was true at any step.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,27 +22,16 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from embodia.core.chunks import ActionChunker
+from embodia.core.env import supports_state
+from embodia.core.errors import EmbodiaError
 from embodia.core.paths import output_file
+from embodia.core.policy import Policy, make_policy
 from embodia.core.seeds import check_seeds
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make, resolve_id
-from embodia.errors import EmbodiaError
-from embodia.policies.base import Policy, make_policy
-
-
-@dataclass
-class EpisodeStats:
-    """What one episode produced."""
-
-    index: int
-    seed: int
-    return_: float
-    length: int
-    success: bool
-    terminated: bool
-    truncated: bool
-    store_index: int | None = None
+from embodia.runner.hooks import EpisodeHook, EpisodeStats, RecordingHook, Step, StepCallback, VideoHook
 
 
 @dataclass
@@ -66,6 +56,11 @@ class RolloutResult:
     def mean_length(self) -> float:
         return float(np.mean([e.length for e in self.episodes])) if self.episodes else 0.0
 
+    def mean_metric(self, name: str) -> float:
+        """Mean of a metric hook's value over the episodes (NaN without episodes)."""
+        values = [e.metrics[name] for e in self.episodes if name in e.metrics]
+        return float(np.mean(values)) if values else float("nan")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "env_id": self.env_id,
@@ -79,89 +74,46 @@ class RolloutResult:
         }
 
 
-class _ChunkRunner:
-    """Turns a policy's outputs (single actions or chunks) into one action per step."""
-
-    def __init__(self, policy: Policy, action_ndim: int) -> None:
-        self.policy = policy
-        self.action_ndim = action_ndim
-        self.execute_steps = getattr(policy, "execute_steps", None)
-        self._queue: np.ndarray | None = None
-        self._cursor = 0
-
-    def reset(self) -> None:
-        self._queue, self._cursor = None, 0
-
-    def next_action(self, obs: Any) -> np.ndarray:
-        limit = len(self._queue) if self._queue is not None else 0
-        if self.execute_steps is not None:
-            limit = min(limit, int(self.execute_steps))
-        if self._queue is None or self._cursor >= limit:
-            out = np.asarray(self.policy.act(obs))
-            if out.ndim == self.action_ndim + 1:
-                self._queue, self._cursor = out, 0
-            else:
-                self._queue, self._cursor = out[None], 0
-        action = self._queue[self._cursor]
-        self._cursor += 1
-        return action
-
-
 def run_episode(
     env: gymnasium.Env,
     policy: Policy,
     seed: int,
     *,
-    recorder: EpisodeRecorder | None = None,
-    frames: list[np.ndarray] | None = None,
+    hooks: Sequence[EpisodeHook] = (),
     max_steps: int | None = None,
-    on_step: Callable[[int], None] | None = None,
-    record_sim_state: bool = False,
-) -> tuple[EpisodeStats, int | None]:
-    """Run one seeded episode; returns its stats and, when recording, its index in the store.
-
-    When recording, the simulator state before the first and after the last step are saved with the
-    episode; ``record_sim_state`` saves it before every step too (``data/sim_state``).
-    """
-    unwrapped = env.unwrapped
-    can_state = recorder is not None and hasattr(unwrapped, "get_state")
-    per_step_state = can_state and record_sim_state
+    index: int = 0,
+) -> EpisodeStats:
+    """Run one seeded episode of ``policy`` in ``env``; returns its statistics (metrics from the hooks)."""
+    capture_state = any(h.wants_state for h in hooks) and supports_state(env)
     obs, info = env.reset(seed=seed)
     policy.reset(seed=seed)
-    runner = _ChunkRunner(policy, len(env.action_space.shape or ()))
-    if recorder is not None:
-        recorder.begin_episode(seed, unwrapped.get_state() if can_state else None)
-    if frames is not None:
-        frames.append(env.render())
+    chunker = ActionChunker(policy, tuple(env.action_space.shape or ()))
     total, steps, success = 0.0, 0, False
     terminated = truncated = False
     try:
+        for hook in hooks:
+            hook.begin(env, seed, obs, info)
         while not (terminated or truncated):
-            action = runner.next_action(obs)
-            state = unwrapped.get_state() if per_step_state else None
+            action = chunker.next_action(obs)
+            state = env.unwrapped.get_state() if capture_state else None
             next_obs, reward, terminated, truncated, info = env.step(action)
             if max_steps is not None and steps + 1 >= max_steps:
                 truncated = True
-            step_success = bool(info.get("success", False))
-            if recorder is not None:
-                recorder.add_step(obs, action, reward, terminated, truncated, step_success, state)
-            if frames is not None:
-                frames.append(env.render())
-            success = success or step_success
+            step = Step(obs, action, float(reward), bool(terminated), bool(truncated), info, state)
+            for hook in hooks:
+                hook.step(env, step)
+            success = success or bool(info.get("success", False))
             total += float(reward)
             steps += 1
             obs = next_obs
-            if on_step is not None:
-                on_step(steps)
     except BaseException:
-        if recorder is not None:
-            recorder.discard_episode()
+        for hook in hooks:
+            hook.abort(env)
         raise
-    store_index = None
-    if recorder is not None:
-        store_index = recorder.end_episode(unwrapped.get_state() if can_state else None, success=success)
-    stats = EpisodeStats(0, seed, total, steps, success, bool(terminated), bool(truncated), store_index)
-    return stats, store_index
+    stats = EpisodeStats(index, seed, total, steps, success, bool(terminated), bool(truncated))
+    for hook in hooks:
+        stats.metrics.update(hook.end(env, stats) or {})
+    return stats
 
 
 def rollout(
@@ -177,6 +129,7 @@ def rollout(
     video_fps: int | None = None,
     max_steps: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    hooks: Sequence[EpisodeHook] = (),
     progress: bool = False,
 ) -> RolloutResult:
     """Run ``episodes`` seeded episodes and return their statistics.
@@ -192,6 +145,7 @@ def rollout(
         video: write an mp4 of all episodes here (the env must render, ids are created with rgb_array).
         max_steps: cut episodes at this many steps (on top of the env's own time limit).
         env_kwargs: constructor arguments when ``env`` is an id (recorded with each episode).
+        hooks: more hooks (:mod:`embodia.runner.hooks`), e.g. metric hooks such as Habitat's.
         progress: show a progress bar.
 
     Ctrl-C stops after committing the episodes already finished; the result says ``interrupted``.
@@ -210,29 +164,25 @@ def rollout(
         env = make(env_id, **env_kwargs, **({"render_mode": "rgb_array"} if video else {}))
     else:
         env_id = env.spec.id if env.spec else type(env.unwrapped).__name__
-    policy_name = policy if isinstance(policy, str) else type(policy).__name__
-    store = None
+    result = RolloutResult(
+        env_id=env_id, policy=str(policy if isinstance(policy, str) else type(policy).__name__)
+    )
+    all_hooks = list(hooks)
+    store = recorder = None
     if record is not None:
         store = record if isinstance(record, TrajectoryStore) else TrajectoryStore(record, mode="a")
-    recorder = EpisodeRecorder(store, env_id, env_kwargs, commit_every) if store is not None else None
-    frames: list[np.ndarray] | None = [] if video else None
-    result = RolloutResult(env_id=env_id, policy=str(policy_name))
+        recorder = EpisodeRecorder(store, env_id, env_kwargs, commit_every)
+        all_hooks.append(RecordingHook(recorder, record_sim_state))
+    video_hook = VideoHook() if video else None
+    if video_hook is not None:
+        all_hooks.append(video_hook)
     try:
         policy = make_policy(policy, env)
         started, total_steps = time.perf_counter(), 0
         with _progress(progress, episodes, env_id) as advance:
+            step_hooks = [*all_hooks, StepCallback(advance.step)] if progress else all_hooks
             for i in range(episodes):
-                stats, _ = run_episode(
-                    env,
-                    policy,
-                    seed + i,
-                    recorder=recorder,
-                    frames=frames,
-                    max_steps=max_steps,
-                    on_step=advance.step,
-                    record_sim_state=record_sim_state,
-                )
-                stats.index = i
+                stats = run_episode(env, policy, seed + i, hooks=step_hooks, max_steps=max_steps, index=i)
                 result.episodes.append(stats)
                 total_steps += stats.length
                 advance.episode(stats)
@@ -247,11 +197,11 @@ def rollout(
             finally:
                 if store is not record:
                     store.close()  # the writer lock of a store opened here
-        if frames:
+        if video_hook is not None and video_hook.frames:
             from embodia.data.video import write_video
 
             fps = video_fps or int(env.metadata.get("render_fps", 20))
-            write_video(video, frames, fps=fps)
+            write_video(video, video_hook.frames, fps=fps)
         if owns_env:
             env.close()
     return result

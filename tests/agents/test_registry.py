@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from embodia.agents.tools import ToolArgumentError, UnknownToolError, call_tool, get_tool, list_tools, tool
-from embodia.agents.tools.registry import to_jsonable
+from embodia.core.jsonable import to_jsonable
 
 EXPECTED = {
     "lm_generate",

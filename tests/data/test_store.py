@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import zarr
 
-from embodia.data.store import FORMAT_VERSION, TrajectoryStore
-from embodia.errors import (
+from embodia.core.errors import (
     StoreCorruptError,
     StoreError,
     StoreFormatError,
     StoreNotFoundError,
     StoreSchemaError,
 )
+from embodia.data.store import FORMAT_VERSION, TrajectoryStore
 
 
 def make_episode(length: int, offset: float = 0.0, state_dim: int = 3) -> dict[str, np.ndarray]:

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import zarr
 
-from embodia.data.generate import generate_dataset, import_ogbench_npz
-from embodia.data.replay import replay
+from embodia.core.errors import StoreCorruptError, StoreError, StoreLockedError
 from embodia.data.store import TrajectoryStore
 from embodia.data.writer_lock import LOCK_NAME
-from embodia.errors import StoreCorruptError, StoreError, StoreLockedError
+from embodia.runner.datasets import generate_dataset, import_ogbench_npz
+from embodia.runner.replay import replay
 from tests.conftest import ROOT
 from tests.data.test_store import make_episode
 

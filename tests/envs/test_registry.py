@@ -8,13 +8,13 @@ import sys
 import warnings
 
 import gymnasium
-import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import embodia
+from embodia.core.env import check_embodied_env, has_expert
+from embodia.core.errors import UnknownEnvError
 from embodia.envs import catalog, env_ids, resolve_id
-from embodia.errors import UnknownEnvError
 from tests.conftest import ROOT
 
 ALL_IDS = env_ids()
@@ -40,19 +40,7 @@ def test_contract(env_id):
             # state observations are unbounded (positions, velocities): infinite Box bounds are honest
             warnings.filterwarnings("ignore", message=".*infinity.*")
             check_env(env.unwrapped, skip_render_check=False)
-        obs, info = env.reset(seed=3)
-        assert isinstance(obs, dict) and env.observation_space.contains(obs)
-        # the stable keys of DESIGN.md: a state vector and/or camera images (rgb, <camera>_rgb)
-        assert "state" in obs or any(k == "rgb" or k.endswith("_rgb") for k in obs), sorted(obs)
-        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
-        assert isinstance(info["success"], bool)
-        frame = env.render()
-        assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
-        unwrapped = env.unwrapped
-        state = unwrapped.get_state()
-        assert state.dtype == np.float64 and state.ndim == 1
-        unwrapped.set_state(state)
-        np.testing.assert_array_equal(unwrapped.get_state(), state)
+        check_embodied_env(env)  # embodia's contract beyond gymnasium (state, success, render, expert, keys)
         assert env.spec.max_episode_steps > 0
         # the shipped catalog (what `embodia envs` prints without building anything) matches the real env
         cached = catalog.entry(env_id)
@@ -63,7 +51,7 @@ def test_contract(env_id):
         assert catalog.space_from_json(cached["observation_space"]) == env.observation_space, stale
         assert catalog.space_from_json(cached["action_space"]) == env.action_space, stale
         assert cached["max_episode_steps"] == env.spec.max_episode_steps, stale
-        assert cached["has_expert"] == bool(getattr(unwrapped, "has_expert", False)), stale
+        assert cached["has_expert"] == has_expert(env), stale
         assert cached["renders"] == ("rgb_array" in env.metadata.get("render_modes", [])), stale
     finally:
         env.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -13,10 +14,10 @@ import numpy as np
 import pytest
 
 import embodia
-from embodia.errors import PolicyError
-from embodia.policies.evaluate import evaluate_policy, wilson_interval
+from embodia.core.errors import PolicyError
 from embodia.policies.train import TrainConfig, train
 from embodia.runner import rollout
+from embodia.runner.evaluate import evaluate_policy, wilson_interval
 from tests.conftest import ROOT
 
 ENV = "embodia/PointMaze-Medium-SingleTask-v0"
@@ -176,14 +177,19 @@ def test_wilson_interval_by_hand():
     assert wilson_interval(10, 10)[1] == 1.0
 
 
-def test_cli_method_names_match_the_trainers_and_the_cli_starts_without_torch():
+def test_one_registry_of_methods_for_the_cli_and_training_and_the_cli_starts_without_torch():
     import subprocess
     import sys
 
-    from embodia.policies.cli import METHOD_NAMES
-    from embodia.policies.train import METHODS
+    from embodia.cli import build_parser
+    from embodia.policies import learner_classes, learner_names
 
-    assert tuple(sorted(METHODS)) == METHOD_NAMES
+    assert learner_names() == ["bc", "deas", "gciql", "iql"]
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    assert list(next(a for a in train._actions if a.dest == "method").choices) == learner_names()
+    for name in learner_names():
+        learner_cls, config_cls = learner_classes(name)
+        assert learner_cls.name == name and dataclasses.is_dataclass(config_cls)
     code = "import sys, embodia.cli; embodia.cli.build_parser(); print('torch' in sys.modules)"
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

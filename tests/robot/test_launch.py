@@ -64,7 +64,13 @@ def test_nodes_become_ros2_run_commands(tmp_path, monkeypatch):
     )
     policy, sim, greet = parse_launch_file(path, {"rate": "100"})
     assert policy.name == "policy-1" and policy.respawn and policy.respawn_delay == 2.0
-    assert policy.argv[:3] == [sys.executable, "-m", "embodia.robot.policy_node"]
+    assert policy.argv[:5] == [
+        sys.executable,
+        "-m",
+        "embodia.cli",
+        "robot",
+        "policy",
+    ]  # `embodia robot policy`
     ros_args = policy.argv[policy.argv.index("--ros-args") + 1 :]
     assert ros_args == [
         "-r",
@@ -82,7 +88,10 @@ def test_nodes_become_ros2_run_commands(tmp_path, monkeypatch):
         "-r",
         "cmd:=/base/cmd_vel",
     ]
-    assert sim.argv[3:] == ["embodia/PointMaze-Medium-v0", "--episodes", "2"] and sim.shutdown_on_exit
+    assert (
+        sim.argv[3:] == ["robot", "sim", "embodia/PointMaze-Medium-v0", "--episodes", "2"]
+        and sim.shutdown_on_exit
+    )
     assert "__ns" not in " ".join(sim.argv)  # the group's namespace does not leak out of the group
     assert greet.argv == ["echo", "world"]
 

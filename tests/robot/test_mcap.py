@@ -12,9 +12,9 @@ from rosbags.typesys import Stores, get_typestore
 from std_msgs.msg import Float64MultiArray
 
 import embodia
-from embodia.data.mcap import export_mcap, import_mcap
-from embodia.data.replay import replay
 from embodia.robot.errors import BagError
+from embodia.robot.mcap import export_mcap, import_mcap
+from embodia.runner.replay import replay
 
 
 @pytest.fixture(scope="module")

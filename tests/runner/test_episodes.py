@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import embodia
+from embodia.core.errors import ActionError
 from embodia.data.store import TrajectoryStore
-from embodia.errors import ActionError
 from embodia.runner import rollout
 
 

@@ -35,7 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from embodia.errors import EmbodiaError
+from embodia.core.errors import EmbodiaError
 
 BUILTIN_PAIRS = "embodia-emotion-pairs"
 

@@ -30,7 +30,7 @@ from mcp.server.stdio import stdio_server
 
 from embodia.agents.llm import allow_only_endpoints
 from embodia.agents.tools.registry import ToolContext, ToolError, get_tool, list_tools
-from embodia.errors import EmbodiaError
+from embodia.core.errors import EmbodiaError
 
 ENDPOINTS_ENV = "EMBODIA_MCP_ENDPOINTS"
 """Environment variable of more allowed endpoints (comma- or whitespace-separated)."""
@@ -94,7 +94,7 @@ async def _call_tool(
 def build_server(context: ToolContext) -> Server:
     """The MCP server object (lowlevel SDK server with tools/list and tools/call) running tools under
     ``context``."""
-    from embodia import __version__
+    from embodia.core.version import __version__
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams
@@ -109,8 +109,9 @@ def build_server(context: ToolContext) -> Server:
     return Server(
         "embodia",
         version=__version__,
-        instructions="Tools from embodia: language-model methods (steering, layer skipping, fine-tuning, "
-        f"hallucination evaluation, grounding reliability) and more. Call tools/list for schemas.{where}",
+        instructions="Tools from embodia: simulators and trajectories (list_envs, run_episodes, store_info, "
+        "train_policy, evaluate_policy) and language-model methods (steering, layer skipping, fine-tuning, "
+        f"hallucination evaluation, grounding reliability). Call tools/list for schemas.{where}",
         on_list_tools=_list_tools,
         on_call_tool=call_tool,
     )

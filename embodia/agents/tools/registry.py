@@ -36,7 +36,6 @@ import dataclasses
 import difflib
 import importlib
 import inspect
-import math
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -46,11 +45,13 @@ from typing import Annotated, Any, Protocol
 from pydantic import AfterValidator, ValidationInfo
 
 from embodia.agents.llm import KNOWN_MODELS, endpoint_base, endpoints_allowed, is_endpoint
+from embodia.core.errors import EmbodiaError
+from embodia.core.jsonable import to_jsonable
 from embodia.core.validation import adapter, validate
-from embodia.errors import EmbodiaError
 
 #: modules that register tools; imported by :func:`load_tools`. Add yours here.
 _TOOL_MODULES = (
+    "embodia.agents.tools.embodied",
     "embodia.agents.tools.lm",
     "embodia.agents.tools.gateskip",
     "embodia.agents.tools.cold_steer",
@@ -275,29 +276,6 @@ class Tool:
             else:
                 result = self.function(params)
         return to_jsonable(result)
-
-
-def to_jsonable(value: Any) -> Any:
-    """``value`` as plain JSON types: dataclasses and mappings to dicts, arrays to lists, NaN/inf to None."""
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Path):
-        return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
-        return to_jsonable(value.tolist())
-    if hasattr(value, "model_dump"):  # pydantic models
-        return to_jsonable(value.model_dump())
-    raise TypeError(f"cannot convert {type(value).__name__} to JSON")
 
 
 def _first_paragraph(text: str | None) -> str:

@@ -40,6 +40,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import Field
 
+from embodia.core.errors import ActionError, EnvArgumentError
 from embodia.core.validation import validate
 from embodia.envs.habitat.backend import NavBackend, make_backend, resolve_backend
 from embodia.envs.habitat.coords import wrap_angle
@@ -56,7 +57,6 @@ from embodia.envs.habitat.instructions import encode_instruction
 from embodia.envs.habitat.metrics import EpisodeMetrics
 from embodia.envs.habitat.mjcf import RobotSpec
 from embodia.envs.habitat.scene import Scene, load_scene
-from embodia.errors import ActionError, EnvArgumentError
 
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = range(4)
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")

@@ -30,10 +30,10 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
+from embodia.core.errors import ActionError, EnvArgumentError
 from embodia.envs.kitchen.layout import KitchenLayout, layout_size, sample_kitchen
 from embodia.envs.kitchen.scene import SINGLE_ARM_ROBOTS, KitchenScene
 from embodia.envs.kitchen.task import TASKS
-from embodia.errors import ActionError, EnvArgumentError
 
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 

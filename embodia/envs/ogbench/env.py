@@ -36,8 +36,8 @@ import ogbench  # noqa: F401  (registers the ogbench ids with gymnasium)
 from gymnasium import spaces
 from gymnasium.envs.registration import load_env_creator
 
+from embodia.core.errors import ActionError, EnvArgumentError, PolicyError
 from embodia.envs.ogbench import singletask_id
-from embodia.errors import ActionError, EnvArgumentError, PolicyError
 
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 NUM_TASKS = 5
@@ -105,7 +105,11 @@ class OGBenchEnv(gymnasium.Env):
             raise EnvArgumentError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if task_id is not None and (isinstance(task_id, bool) or task_id not in range(1, NUM_TASKS + 1)):
             raise EnvArgumentError(f"task_id must be one of OGBench's tasks 1-{NUM_TASKS}, got {task_id!r}")
-        for name, value, least in (("width", width, 1), ("height", height, 1), ("shadow_size", shadow_size, 0)):
+        for name, value, least in (
+            ("width", width, 1),
+            ("height", height, 1),
+            ("shadow_size", shadow_size, 0),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise EnvArgumentError(f"{name} must be an integer >= {least}, got {value!r}")
         self.ogbench_id = ogbench_id

@@ -49,8 +49,8 @@ from ogbench.manipspace.oracles.markov.cube_markov import CubeMarkovOracle
 from ogbench.manipspace.oracles.markov.drawer_markov import DrawerMarkovOracle
 from ogbench.manipspace.oracles.markov.window_markov import WindowMarkovOracle
 
+from embodia.core.errors import PolicyError
 from embodia.envs.ogbench.env import legacy_numpy_seed
-from embodia.errors import PolicyError
 
 if TYPE_CHECKING:
     from embodia.envs.ogbench.env import OGBenchEnv

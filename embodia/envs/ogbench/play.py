@@ -18,7 +18,7 @@ computed from the state *before* the action, like ogbench's ``success_timing='pr
     maze:         successes = |xy - goal_k| <= tol,                                   r_t = successes - 1
 
 ``info["success"]`` is ``all(successes)``. Play episodes never terminate (the expert keeps playing);
-:mod:`embodia.data.generate` writes ``info["success"]`` as the terminal flag, which is what OGBench's
+:mod:`embodia.runner.datasets` writes ``info["success"]`` as the terminal flag, which is what OGBench's
 relabelled datasets call ``mask = 0``.
 
 ``make_expert(noise)`` returns the matching noisy expert: ogbench's Markov oracles (cube, button,

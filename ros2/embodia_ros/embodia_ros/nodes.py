@@ -1,26 +1,24 @@
-"""Executables of the embodia_ros package; each hands its command line (``--ros-args`` included) to embodia."""
+"""Executables of the embodia_ros package: each is the ``embodia robot ...`` command it names."""
 
 from __future__ import annotations
-
-import sys
 
 
 def policy_node() -> int:
     """``ros2 run embodia_ros policy_node --ros-args -p policy:=PATH -p config:=NODE.yaml``"""
-    from embodia.robot.policy_node import main
+    from embodia.cli.robot import ros_node
 
-    return main(sys.argv[1:])
+    return ros_node("policy_node")
 
 
 def sim_node() -> int:
     """``ros2 run embodia_ros sim_node ENV_ID [--episodes N ...] [--ros-args ...]``"""
-    from embodia.robot.sim_bridge import main
+    from embodia.cli.robot import ros_node
 
-    return main(sys.argv[1:])
+    return ros_node("sim_node")
 
 
 def record_node() -> int:
     """``ros2 run embodia_ros record_node TOPICS... --out STORE.zarr [--ros-args ...]``"""
-    from embodia.robot.record import main
+    from embodia.cli.robot import ros_node
 
-    return main(sys.argv[1:])
+    return ros_node("record_node")

@@ -1,6 +1,6 @@
 """Back-end selection, and the glTF export that carries embodia scenes to habitat-sim.
 
-habitat-sim itself cannot be installed on this platform (DESIGN.md), so its back end is not run here;
+habitat-sim itself cannot be installed on this platform (no wheel for Python 3.11; see README), so its back end is not run here;
 what it relies on from embodia - selection, the .glb export in Habitat's frame - is tested.
 """
 

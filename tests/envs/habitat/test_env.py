@@ -10,13 +10,13 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import embodia
-from embodia.data.replay import replay_episode
+from embodia.core.errors import ActionError
 from embodia.data.store import TrajectoryStore
 from embodia.envs.habitat.env import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, NavEnv
 from embodia.envs.habitat.episodes import NavEpisode, sample_episode, save_episodes
 from embodia.envs.habitat.instructions import decode_instruction
 from embodia.envs.habitat.scene import Room, Scene
-from embodia.errors import ActionError
+from embodia.runner.replay import replay_episode
 
 NAV_IDS = [
     "embodia/Nav-PointNav-v0",

@@ -12,11 +12,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import embodia
-from embodia.data.replay import replay
+from embodia.core.errors import ActionError, EmbodiaError
 from embodia.data.store import TrajectoryStore
 from embodia.envs import env_ids
 from embodia.envs.kitchen import TASKS, decode_instruction
-from embodia.errors import ActionError, EmbodiaError
+from embodia.runner.replay import replay
 
 KITCHEN_IDS = [i for i in env_ids() if i.startswith("embodia/Kitchen-")]
 ZERO = np.zeros(7, dtype=np.float32)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import embodia
-from embodia.errors import ActionError
+from embodia.core.errors import ActionError
 
 
 def run_actions(env, actions):
@@ -121,7 +121,7 @@ def test_render_size_and_shadow_setting():
 def test_antmaze_has_no_scripted_expert():
     env = embodia.make("embodia/AntMaze-Medium-v0")
     assert not env.unwrapped.has_expert
-    from embodia.errors import PolicyError
+    from embodia.core.errors import PolicyError
 
     with pytest.raises(PolicyError, match="no scripted expert"):
         env.unwrapped.make_expert()

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from embodia.core.cli_args import nonnegative_int, output_file_path, positive_int, seed
-from embodia.errors import EmbodiaError
+from embodia.core.errors import EmbodiaError
 
 
 def _json_arg(text: str) -> dict[str, Any]:
@@ -20,14 +20,12 @@ def _json_arg(text: str) -> dict[str, Any]:
     return value
 
 
-#: The trainable methods (kept here so building the CLI does not import torch; a test checks it
-#: matches ``embodia.policies.train.METHODS``).
-METHOD_NAMES = ("bc", "deas", "gciql", "iql")
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train deas | iql | bc | gciql on a trajectory store")
-    p.add_argument("method", choices=METHOD_NAMES)
+    from embodia.policies import learner_names  # the registry of methods (imports no learner, no torch)
+
+    methods = learner_names()
+    p = sub.add_parser("train", help=f"train {' | '.join(methods)} on a trajectory store")
+    p.add_argument("method", choices=methods)
     p.add_argument("--dataset", required=True, metavar="STORE.zarr")
     p.add_argument("--env", dest="env_id", help="environment for periodic evaluation")
     p.add_argument("--task-id", type=positive_int, help="evaluation task (OGBench 1-5)")
@@ -40,7 +38,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--config", type=_json_arg, default={}, metavar="JSON", help="method options, e.g. '{\"horizon\": 8}'"
     )
     p.add_argument("--out", required=True, metavar="RUN_DIR")
-    p.set_defaults(func=_cmd_train)
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("eval", help="success rate of a policy with a 95%% Wilson interval")
     p.add_argument("policy", help="a run directory or a policy folder")
@@ -57,7 +55,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="actions of each predicted chunk to run before re-planning (1 = receding horizon)",
     )
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_cmd_eval)
+    p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("bench", help="reproducible comparisons")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
@@ -69,13 +67,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument(
         "--env", dest="families", nargs="+", metavar="FAMILY", help="subset, e.g. CubeSingle Scene"
     )
-    q.add_argument("--methods", nargs="+", choices=("deas", "iql", "bc"), help="subset of the methods")
+    q.add_argument("--methods", nargs="+", choices=methods, help="subset of the methods")
     q.add_argument("--episodes", type=positive_int, help="dataset episodes per environment")
     q.add_argument("--eval-episodes", type=nonnegative_int)
-    q.set_defaults(func=_cmd_bench_offline_rl)
+    q.set_defaults(func=cmd_bench_offline_rl)
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from embodia.policies.train import TrainConfig, train
@@ -111,8 +109,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
-    from embodia.policies.evaluate import evaluate_policy
+def cmd_eval(args: argparse.Namespace) -> int:
+    from embodia.runner.evaluate import evaluate_policy
 
     env_kwargs = None if args.task_id is None else {"task_id": args.task_id}
     result = evaluate_policy(
@@ -127,7 +125,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         progress=not args.json,
     )
     if args.json:
-        print(json.dumps(result.__dict__, indent=2))
+        print(json.dumps(result.to_dict(), indent=2, default=float))
     else:
         low, high = result.interval
         print(
@@ -137,7 +135,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_bench_offline_rl(args: argparse.Namespace) -> int:
+def cmd_bench_offline_rl(args: argparse.Namespace) -> int:
     from embodia.policies.comparison import ComparisonConfig, quick_config, run_comparison
 
     config = quick_config(args.out) if args.quick else ComparisonConfig(out=args.out)
@@ -151,6 +149,12 @@ def _cmd_bench_offline_rl(args: argparse.Namespace) -> int:
     if args.seeds:
         config.seeds = tuple(args.seeds)
     if args.methods:
+        compared = ComparisonConfig().methods
+        if not set(args.methods) <= set(compared):
+            raise EmbodiaError(
+                f"--methods {' '.join(m for m in args.methods if m not in compared)}: not in the comparison "
+                f"(single-task data); choose from {', '.join(compared)}"
+            )
         config.methods = tuple(args.methods)
     if args.families:
         known = {case.family: case for case in ComparisonConfig().cases}

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import embodia
-from embodia.data.generate import generate_dataset, import_ogbench_npz, play_env_id
-from embodia.data.replay import replay
+from embodia.core.errors import EmbodiaError
 from embodia.data.store import TrajectoryStore
-from embodia.errors import EmbodiaError
+from embodia.runner.datasets import generate_dataset, import_ogbench_npz, play_env_id
+from embodia.runner.replay import replay
 
 
 def test_play_ids():

@@ -1,48 +1,24 @@
-"""The ``embodia`` command: parse arguments, call the library, print.
-
-Errors a user can cause print as one line (``error: ...``) and exit with status 2; Ctrl-C exits 130
-after whatever was finished has been saved.
-"""
+"""``embodia envs | run | info | replay | demo``: environments, episodes and trajectory stores."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from embodia.core.cli_args import (
-    ArgumentParser,
     nonnegative_float,
     output_file_path,
     parse_kwargs,
     positive_int,
     seed,
 )
-from embodia.errors import EmbodiaError
 
 console = Console()
 err_console = Console(stderr=True)
-
-#: modules that contribute subcommands; each defines ``add_commands(subparsers)``.
-_COMMAND_MODULES = (
-    "embodia.data.cli",  # embodia data generate | import | export
-    "embodia.policies.cli",  # embodia train | eval | bench
-    "embodia.robot.cli",  # embodia robot ...
-    "embodia.agents.tools.cli",  # embodia tool ..., embodia mcp
-    "embodia.envs.habitat.cli",  # embodia nav ...
-)
-
-
-def _add_module_commands(sub: argparse._SubParsersAction) -> None:
-    import importlib
-
-    for name in _COMMAND_MODULES:
-        importlib.import_module(name).add_commands(sub)
 
 
 # ---------------------------------------------------------------------- envs
@@ -160,9 +136,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- replay
 def cmd_replay(args: argparse.Namespace) -> int:
-    from embodia.data.replay import replay
+    from embodia.core.errors import ReplayMismatchError
     from embodia.data.store import TrajectoryStore
-    from embodia.errors import ReplayMismatchError
+    from embodia.runner.replay import replay
 
     store = TrajectoryStore(args.store, mode="r")
     episodes = args.episode or None
@@ -219,20 +195,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- demo
 def cmd_demo(args: argparse.Namespace) -> int:
-    from embodia.demo import run_demo
+    from embodia.runner.demo import run_demo
 
     return run_demo(Path(args.out), env_id=args.env_id, episodes=args.episodes, seed=args.seed)
 
 
 # ---------------------------------------------------------------------- parser
-def build_parser() -> argparse.ArgumentParser:
-    from embodia import __version__
-
-    parser = ArgumentParser(
-        prog="embodia", description="Embodied AI: simulate, record, replay, train, deploy."
-    )
-    parser.add_argument("--version", action="version", version=f"embodia {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("envs", help="list registered environments")
     p.add_argument("filter", nargs="?", help="only ids containing this text")
@@ -294,23 +263,3 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=positive_int, default=5)
     p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(func=cmd_demo)
-
-    _add_module_commands(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except EmbodiaError as error:
-        err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
-        return 2
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

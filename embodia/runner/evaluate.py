@@ -1,4 +1,9 @@
-"""Evaluate a policy in simulation and report its success rate with a Wilson score interval.
+"""Evaluate a policy in simulation: success with a Wilson score interval, and the means of metric hooks.
+
+One loop for every evaluation (``embodia eval``, ``embodia nav eval``, training's periodic evaluation, the
+offline-RL comparison): seeded :func:`embodia.runner.rollout` blocks, one per evaluation seed, with metric
+hooks (:mod:`embodia.runner.hooks`) for what a task measures beyond success, return and length (Habitat's
+SPL, soft-SPL, distance to goal and collisions: ``metrics=NAV_METRICS``).
 
 For ``k`` successes in ``n`` episodes, ``p = k/n`` and ``z`` the normal quantile (1.96 for 95 %):
 
@@ -11,13 +16,15 @@ The interval is ``[centre - half, centre + half]``; unlike the normal approximat
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from embodia.errors import PolicyError
-from embodia.policies.base import Policy, load_policy
-from embodia.runner import rollout
+from embodia.core.errors import PolicyError
+from embodia.core.policy import Policy, load_policy
+from embodia.runner.episodes import rollout
+from embodia.runner.hooks import EpisodeStats, FinalInfo
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -33,7 +40,7 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float
 
 @dataclass
 class EvalResult:
-    """Success over all episodes of all seeds, with its 95 % Wilson interval."""
+    """Success over all episodes of all seeds, with its 95 % Wilson interval, and the metric means."""
 
     env_id: str
     episodes: int
@@ -41,7 +48,20 @@ class EvalResult:
     success_rate: float
     interval: tuple[float, float]
     mean_return: float
+    mean_length: float = 0.0
     per_seed: dict[int, float] = field(default_factory=dict)
+    """Success rate per evaluation seed."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """Mean of each metric hook over the episodes (e.g. ``spl``)."""
+    steps_per_second: float = 0.0
+    interrupted: bool = False
+    episode_stats: list[EpisodeStats] = field(default_factory=list, repr=False)
+    """Every episode's statistics, in order."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "episode_stats"}
+        out["episode_stats"] = [e.__dict__ for e in self.episode_stats]
+        return out
 
 
 def resolve_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
@@ -58,22 +78,26 @@ def evaluate_policy(
     env_id: str | None = None,
     *,
     episodes: int = 20,
-    seeds: list[int] | tuple[int, ...] = (0,),
+    seeds: Sequence[int] = (0,),
+    seed_stride: int = 10_000,
     env_kwargs: dict[str, Any] | None = None,
+    metrics: Sequence[str] = (),
     record: str | Path | None = None,
     video: str | Path | None = None,
     execute_steps: int | None = None,
     progress: bool = False,
 ) -> EvalResult:
-    """Run ``episodes`` episodes for each seed in ``seeds`` (episode seeds ``seed * 10_000 + i``).
+    """Run ``episodes`` episodes for each seed ``s`` in ``seeds`` (episode seeds ``s * seed_stride + i``).
 
-    ``env_id`` defaults to the environment the policy was trained for (recorded in its folder).
-    ``execute_steps`` overrides how many actions of each predicted chunk run before the policy is
-    queried again (1 = receding horizon; sets ``policy.execute_steps``; default: the policy's own setting,
-    usually the whole chunk).
+    Args:
+        policy: a policy folder or run directory, ``"expert"`` / ``"random"``, or a policy object.
+        env_id: default: the environment the policy was trained for (recorded in its folder).
+        metrics: ``info`` keys averaged per episode from its last step (Habitat: :data:`NAV_METRICS`).
+        execute_steps: how many actions of each predicted chunk run before the policy is queried again
+            (1 = receding horizon; sets ``policy.execute_steps``; default: the policy's own setting).
     """
     meta: dict[str, Any] = {}
-    if isinstance(policy, (str, Path)):
+    if isinstance(policy, Path) or (isinstance(policy, str) and policy not in ("expert", "random")):
         policy, meta = resolve_policy(policy)
     if execute_steps is not None:
         chunk = int(getattr(policy, "chunk_size", 1))
@@ -91,9 +115,9 @@ def evaluate_policy(
     if not env_id:
         raise PolicyError("no environment given and the policy folder does not name one; pass --env ENV_ID")
     kwargs = dict(meta.get("env_kwargs") or {}) if env_kwargs is None else dict(env_kwargs)
-    total = successes = 0
-    returns = 0.0
+    stats: list[EpisodeStats] = []
     per_seed: dict[int, float] = {}
+    interrupted, seconds_per_step = False, []
     for seed in seeds:
         video_path = None
         if video is not None:
@@ -104,25 +128,32 @@ def evaluate_policy(
             env_id,
             policy,
             episodes=episodes,
-            seed=seed * 10_000,
+            seed=seed * seed_stride,
             record=record,
             video=video_path,
             env_kwargs=kwargs,
+            hooks=[FinalInfo(metrics)] if metrics else (),
             progress=progress,
         )
-        k = sum(e.success for e in result.episodes)
-        per_seed[seed] = k / max(len(result.episodes), 1)
-        successes += k
-        total += len(result.episodes)
-        returns += sum(e.return_ for e in result.episodes)
+        stats += result.episodes
+        per_seed[seed] = result.success_rate
+        seconds_per_step.append(1.0 / max(result.steps_per_second, 1e-9))
         if result.interrupted:
+            interrupted = True
             break
+    n = len(stats)
+    successes = sum(e.success for e in stats)
     return EvalResult(
-        env_id=env_id,
-        episodes=total,
+        env_id=result.env_id,
+        episodes=n,
         successes=successes,
-        success_rate=successes / max(total, 1),
-        interval=wilson_interval(successes, total),
-        mean_return=returns / max(total, 1),
+        success_rate=successes / max(n, 1),
+        interval=wilson_interval(successes, n),
+        mean_return=sum(e.return_ for e in stats) / max(n, 1),
+        mean_length=sum(e.length for e in stats) / max(n, 1),
         per_seed=per_seed,
+        metrics={k: sum(e.metrics[k] for e in stats) / max(n, 1) for k in metrics},
+        steps_per_second=len(seconds_per_step) / max(sum(seconds_per_step), 1e-9),
+        interrupted=interrupted,
+        episode_stats=stats,
     )

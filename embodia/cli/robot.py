@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from embodia.core.cli_args import (
-    ArgumentParser,
     nonnegative_int,
     output_file_path,
     parse_kwargs,
@@ -90,13 +89,6 @@ def _add_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE")
 
 
-def sim_parser() -> argparse.ArgumentParser:
-    """The arguments of ``embodia robot sim`` (also those of ``ros2 run embodia_ros sim_node``)."""
-    p = ArgumentParser(prog="sim_node", description="embodia simulator bridge node")
-    _add_sim_arguments(p)
-    return p
-
-
 def build_sim_config(args: argparse.Namespace) -> Any:
     """The validated :class:`~embodia.robot.sim_bridge.BridgeConfig` of the sim arguments.
 
@@ -138,20 +130,15 @@ def _add_record_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env-id", default="ros2", help="env_id stored when no episode event names one")
 
 
-def record_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="record_node", description="record ROS 2 topics into a trajectory store")
-    _add_record_arguments(p)
-    return p
-
-
 # ---------------------------------------------------------------------- commands
 def cmd_policy(args: argparse.Namespace) -> int:
     from embodia.robot.config import load_node_config
     from embodia.robot.policy_node import resolve_policy, run_policy_node
 
     overrides = {k: v for k, v in (("rate_hz", args.rate_hz), ("trigger", args.trigger)) if v is not None}
-    config = load_node_config(args.config, overrides)
-    policy = resolve_policy(args.policy)
+    # without --config / --policy the node reads its ROS parameters 'config' / 'policy' (ros2 run, launch)
+    config = load_node_config(args.config, overrides) if args.config else None
+    policy = resolve_policy(args.policy) if args.policy else None
     status = run_policy_node(policy, config, _argv_for_ros(args), duration=args.duration)
     if args.status_out:
         Path(args.status_out).write_text(json.dumps(status, indent=2, default=float))
@@ -228,12 +215,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     robot = parser.add_subparsers(dest="robot_command", required=True, metavar="ROBOT_COMMAND")
 
     p = robot.add_parser("policy", help="run a policy as a ROS 2 node")
-    p.add_argument("--policy", required=True, help="policy folder, or module:factory returning a policy")
+    p.add_argument(
+        "--policy",
+        help="policy folder, or module:factory returning a policy (default: the ROS parameter 'policy')",
+    )
     p.add_argument(
         "--config",
-        required=True,
         metavar="NODE.yaml",
-        help="topics, rate, limits (see README, section ROS 2 deployment)",
+        help="topics, rate, limits (see README, section ROS 2 deployment; default: the ROS parameter 'config')",
     )
     p.add_argument("--rate-hz", type=positive_float, help="override the config's control rate")
     p.add_argument("--trigger", choices=("timer", "observation"), help="override the config's trigger")
@@ -279,3 +268,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _add_record_arguments(p)
     _ros_args(p)
     p.set_defaults(func=cmd_record)
+
+
+# ---------------------------------------------------------------------- ros2 run embodia_ros ...
+def ros_node(executable: str, argv: list[str] | None = None) -> int:
+    """``ros2 run embodia_ros EXECUTABLE ARGS [--ros-args ...]`` is ``embodia robot COMMAND ARGS [--ros-args ...]``.
+
+    ``policy_node`` takes its policy and config from ROS parameters (``-p policy:=PATH -p config:=NODE.yaml``);
+    ``sim_node`` and ``record_node`` take the arguments of ``embodia robot sim`` and ``embodia robot record``.
+    """
+    from embodia.cli import main
+    from embodia.robot.launch import EMBODIA_EXECUTABLES
+
+    return main([*EMBODIA_EXECUTABLES[executable], *(sys.argv[1:] if argv is None else argv)])

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from embodia.core.env import supports_state
+from embodia.core.errors import ReplayMismatchError, StoreError
 from embodia.core.paths import output_file
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make
-from embodia.errors import ReplayMismatchError, StoreError
 
 
 @dataclass
@@ -62,7 +63,7 @@ def replay_episode(
     unwrapped = env.unwrapped
     try:
         obs, _ = env.reset(seed=meta.seed)
-        has_state = hasattr(unwrapped, "get_state") and meta.initial_state is not None
+        has_state = supports_state(env) and meta.initial_state is not None
         reset_deviation = 0.0
         if has_state:
             initial = meta.initial_state

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from embodia.cli import main
+from tests.agents.conftest import smol  # noqa: F401  (the shared SmolLM2 fixture)
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -44,7 +45,8 @@ def test_tool_list_schema_and_errors(capsys, tmp_path):
         main(["tool"])
 
 
-def test_tool_run_end_to_end(cli, tmp_path, smol):
+@pytest.mark.usefixtures("smol")  # the model is converted into the cache before the subprocess starts
+def test_tool_run_end_to_end(cli, tmp_path):
     """The installed command in a subprocess: arguments from a file, JSON on stdout and in --out."""
     args = tmp_path / "args.json"
     args.write_text(json.dumps({"prompt": "The capital of France is", "continuations": [" Rome", " Paris"]}))

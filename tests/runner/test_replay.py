@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import zarr
 
-from embodia.data.replay import replay
+from embodia.core.errors import ReplayMismatchError
 from embodia.data.store import TrajectoryStore
-from embodia.errors import ReplayMismatchError
 from embodia.runner import rollout
+from embodia.runner.replay import replay
 
 
 @pytest.mark.parametrize(

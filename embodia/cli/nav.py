@@ -1,7 +1,6 @@
 """``embodia nav ...``: generate scenes, episode files and scene graphs; evaluate policies with Habitat's metrics.
 
-Registered in ``embodia.cli._COMMAND_MODULES``; ``python -m embodia.envs.habitat.cli ...`` runs the same
-commands::
+::
 
     embodia nav scene --kind apartment --seed 7 --out scene.json --image scene.png
     embodia nav episodes --task objectnav --scene apartment_0 --count 100 --out val.json.gz
@@ -13,13 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Sequence
 
 import numpy as np
 
-from embodia.core.cli_args import ArgumentParser, output_file_path, positive_float, positive_int, seed
-from embodia.errors import EmbodiaError
+from embodia.core.cli_args import output_file_path, positive_float, positive_int, seed
 
 _TASK_IDS = {
     "pointnav": "embodia/Nav-PointNav-v0",
@@ -97,16 +93,29 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from embodia.envs.habitat.evaluate import evaluate
+    from embodia.runner.evaluate import evaluate_policy
+    from embodia.runner.hooks import NAV_METRICS
 
-    kwargs = {"sensors": args.sensors, "action_mode": args.action_mode}
-    result = evaluate(
-        _TASK_IDS[args.task], args.policy, args.episodes, args.seed, progress=not args.json, **kwargs
+    result = evaluate_policy(
+        args.policy,
+        _TASK_IDS[args.task],
+        episodes=args.episodes,
+        seeds=[args.seed],
+        seed_stride=1,  # episode i has seed SEED + i, as `embodia run`
+        env_kwargs={"sensors": args.sensors, "action_mode": args.action_mode},
+        metrics=NAV_METRICS,
+        progress=not args.json,
     )
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps(result.to_dict(), indent=2, default=float))
     else:
-        summary = result.summary()
+        summary = {
+            "episodes": result.episodes,
+            "success": result.success_rate,
+            **result.metrics,
+            "steps": result.mean_length,
+            "steps_per_second": result.steps_per_second,
+        }
         print(" | ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
     return 130 if result.interrupted else 0
 
@@ -158,18 +167,3 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--action-mode", default="discrete", choices=("discrete", "velocity"))
     ev.add_argument("--json", action="store_true")
     ev.set_defaults(func=cmd_eval)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="embodia")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except EmbodiaError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -29,7 +29,6 @@ has them. Bags written by the export come back with their original keys, dtypes 
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from embodia.core.cli_args import output_file_path, positive_float
 from embodia.robot.errors import BagError
 
 EMBODIA_METADATA = "embodia"
@@ -139,7 +137,7 @@ def export_mcap(
     """
     from mcap.writer import CompressionType, Writer
 
-    from embodia import __version__
+    from embodia.core.version import __version__
     from embodia.data.store import TrajectoryStore
 
     store = TrajectoryStore(store_path, mode="r")
@@ -433,55 +431,3 @@ class _TypedSink:
 
     def start(self, event: dict[str, Any]) -> None:
         self._start = event
-
-
-def add_data_commands(data_sub: argparse._SubParsersAction) -> None:
-    p = data_sub.add_parser("export", help="export a trajectory store (ROS 2 bag: --mcap OUT.mcap)")
-    p.add_argument("store", help="STORE.zarr")
-    p.add_argument(
-        "--mcap",
-        required=True,
-        metavar="OUT.mcap",
-        type=output_file_path,
-        help="write a ROS 2 bag (MCAP) here",
-    )
-    p.add_argument("--prefix", default="/embodia", help="topic prefix (topics are PREFIX/<key>)")
-    p.add_argument("--rate-hz", type=positive_float, default=20.0, help="steps per second of bag time")
-    p.add_argument("--episode", type=int, action="append", help="episode index (repeatable; default all)")
-    p.set_defaults(func=_cmd_export)
-
-    p = data_sub.add_parser("import-mcap", help="import a ROS 2 bag (MCAP file or rosbag2 folder) as a store")
-    p.add_argument("bag", help="BAG.mcap or a rosbag2 directory")
-    p.add_argument("--out", required=True, metavar="STORE.zarr", help="trajectory store to append to")
-    p.add_argument("--topic", action="append", metavar="TOPIC[=KEY]", help="topic to import (default: all)")
-    p.add_argument("--action", metavar="TOPIC", help="command topic, stored as key 'action'")
-    p.add_argument("--step-on", metavar="TOPIC", help="one row per message of this topic")
-    p.add_argument("--episode-topic", metavar="TOPIC", help="std_msgs/String JSON episode events")
-    p.add_argument("--env-id", help="env_id of episodes without a start event")
-    p.set_defaults(func=_cmd_import)
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    result = export_mcap(
-        args.store, args.mcap, prefix=args.prefix, rate_hz=args.rate_hz, episodes=args.episode, progress=True
-    )
-    print(f"wrote {result['episodes']} episodes ({result['messages']} messages) to {result['path']}")
-    return 0
-
-
-def _cmd_import(args: argparse.Namespace) -> int:
-    result = import_mcap(
-        args.bag,
-        args.out,
-        topics=args.topic,
-        action=args.action,
-        step_on=args.step_on,
-        episode_topic=args.episode_topic,
-        env_id=args.env_id,
-        progress=True,
-    )
-    print(
-        f"imported {result['episodes']} episodes ({result['steps']} steps, keys {', '.join(result['keys'])}) "
-        f"to {result['path']}" + (f"; {result['rejected']} messages rejected" if result["rejected"] else "")
-    )
-    return 0

@@ -14,20 +14,17 @@ the last step of each trajectory, and where present ``rewards``, ``masks``, ``qp
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from embodia.core.cli_args import nonnegative_float, positive_int, seed
+from embodia.core.errors import EmbodiaError
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make, resolve_id
-from embodia.errors import EmbodiaError
-from embodia.runner import RolloutResult, run_episode
+from embodia.runner.episodes import RolloutResult, rollout
+from embodia.runner.hooks import RecordingHook
 
 
 class _TaskTerminalRecorder(EpisodeRecorder):
@@ -73,45 +70,25 @@ def generate_dataset(
     play_id = play_env_id(env_id)
     env_kwargs: dict[str, Any] = {} if task_id is None else {"task_id": int(task_id)}
     env = make(play_id, **env_kwargs)
-    store = TrajectoryStore(out, mode="w" if overwrite else "a")
-    recorder = _TaskTerminalRecorder(store, play_id, env_kwargs)
-    expert = env.unwrapped.make_expert(noise=noise)
-    result = RolloutResult(env_id=play_id, policy=f"expert(noise={noise})")
-    started, steps = time.perf_counter(), 0
     try:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        columns = (
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, disable=not progress) as bar:
-            task = bar.add_task(f"generating {play_id}", total=episodes)
-            for i in range(episodes):
-                stats, _ = run_episode(
+        with TrajectoryStore(out, mode="w" if overwrite else "a") as store:
+            recorder = _TaskTerminalRecorder(store, play_id, env_kwargs)
+            try:
+                result = rollout(
                     env,
-                    expert,
-                    seed + i,
-                    recorder=recorder,
+                    env.unwrapped.make_expert(noise=noise),
+                    episodes=episodes,
+                    seed=seed,
                     max_steps=max_steps,
-                    record_sim_state=record_sim_state,
+                    hooks=[RecordingHook(recorder, record_sim_state)],
+                    progress=progress,
                 )
-                stats.index = i
-                result.episodes.append(stats)
-                steps += stats.length
-                bar.advance(task)
-    except KeyboardInterrupt:
-        result.interrupted = True
+            finally:
+                recorder.flush()  # what finished is saved whatever stopped the run
+                store.touch()
     finally:
-        try:
-            recorder.flush()
-            store.touch()
-        finally:
-            store.close()
-            env.close()
-    result.steps_per_second = steps / max(time.perf_counter() - started, 1e-9)
+        env.close()
+    result.policy = f"expert(noise={noise})"
     return result
 
 
@@ -199,62 +176,3 @@ def _relabel(env_id: str, task_id: int, data: dict[str, np.ndarray], path: Path)
         relabel_dataset(env.unwrapped.raw_id, raw, data)
     finally:
         env.close()
-
-
-# ---------------------------------------------------------------------- CLI
-def add_data_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("generate", help="record a noisy-expert play dataset (OGBench-style)")
-    p.add_argument("env_id", help="e.g. embodia/CubeSingle-v0 (its -Play-v0 variant is used)")
-    p.add_argument("--episodes", type=positive_int, required=True)
-    p.add_argument("--out", required=True, metavar="STORE.zarr")
-    p.add_argument(
-        "--noise", type=nonnegative_float, default=0.1, help="std of Gaussian action noise (default 0.1)"
-    )
-    p.add_argument("--seed", type=seed, default=0)
-    p.add_argument(
-        "--task-id", type=positive_int, help="single task labelling rewards/terminals (default: ogbench's)"
-    )
-    p.add_argument("--max-steps", type=positive_int, help="episode length (default: 1000)")
-    p.add_argument("--overwrite", action="store_true")
-    p.set_defaults(func=_cmd_generate)
-
-    p = sub.add_parser("import", help="import an official OGBench .npz dataset")
-    p.add_argument("file")
-    p.add_argument("--out", required=True, metavar="STORE.zarr")
-    p.add_argument("--env", required=True, help="the embodia env id the data belongs to")
-    p.add_argument(
-        "--task-id", type=positive_int, help="label rewards for this single task (needs qpos in the file)"
-    )
-    p.add_argument("--overwrite", action="store_true")
-    p.set_defaults(func=_cmd_import)
-
-
-def _cmd_generate(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    result = generate_dataset(
-        args.env_id,
-        args.episodes,
-        args.out,
-        noise=args.noise,
-        seed=args.seed,
-        task_id=args.task_id,
-        max_steps=args.max_steps,
-        overwrite=args.overwrite,
-        progress=True,
-    )
-    store = TrajectoryStore(args.out)
-    terminals = store.load(["terminated"])["terminated"]
-    Console().print(
-        f"{store.path}: {store.num_episodes} episodes, {store.num_steps} steps "
-        f"({result.steps_per_second:.0f} steps/s); single-task terminal states: {terminals.mean():.2%}"
-    )
-    return 130 if result.interrupted else 0
-
-
-def _cmd_import(args: argparse.Namespace) -> int:
-    count = import_ogbench_npz(
-        args.file, args.out, env_id=args.env, task_id=args.task_id, overwrite=args.overwrite
-    )
-    print(json.dumps({"store": args.out, "episodes": count}))
-    return 0

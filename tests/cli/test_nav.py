@@ -1,5 +1,4 @@
-"""The ``embodia nav`` commands, run as a user would (``python -m embodia.envs.habitat.cli`` until the
-lead registers the module in ``embodia.cli``)."""
+"""The ``embodia nav`` commands, run as a user would (``python -m embodia.cli nav ...``)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from tests.conftest import ROOT
 
 def nav(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "embodia.envs.habitat.cli", "nav", *args],
+        [sys.executable, "-m", "embodia.cli", "nav", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -58,7 +57,7 @@ def test_scene_episodes_graph_and_eval_commands(tmp_path):
     assert len(SceneGraph.load(tmp_path / "graph.json").rooms) == len(load_scene("apartment_2").rooms)
     out = nav("eval", "--task", "pointnav", "--episodes", "1", "--json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["summary"]["success"] == 1.0
+    assert json.loads(out.stdout)["success_rate"] == 1.0
 
 
 def test_user_errors_print_one_line_and_exit_2(tmp_path):

@@ -2,7 +2,8 @@
 
 A policy is anything with ``reset(seed=None)`` and ``act(obs) -> action`` (NumPy in, NumPy out).
 Policies that predict action sequences set ``chunk_size`` and may return a ``(chunk, action_dim)``
-array; :func:`embodia.runner.rollout` executes the chunk step by step.
+array; :class:`embodia.core.chunks.ActionChunker` executes the chunk step by step (in simulation and on
+the robot alike).
 
 A trained policy is a folder with ``config.json`` (whose ``"type"`` names a registered policy class)
 and ``model.safetensors``. :func:`load_policy` never unpickles anything.
@@ -18,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium
 import numpy as np
 
-from embodia.errors import PolicyError
+from embodia.core.errors import PolicyError
 
 
 @runtime_checkable
@@ -110,8 +111,9 @@ def make_policy(spec: str | Policy, env: gymnasium.Env) -> Policy:
     if spec == "random":
         return RandomPolicy(env.action_space)
     if spec == "expert":
-        unwrapped = env.unwrapped
-        if not hasattr(unwrapped, "make_expert"):
-            raise PolicyError(f"{env.spec.id if env.spec else unwrapped} has no scripted expert")
-        return unwrapped.make_expert()
+        from embodia.core.env import ExpertEnv
+
+        if not isinstance(env.unwrapped, ExpertEnv):
+            raise PolicyError(f"{env.spec.id if env.spec else env.unwrapped} has no scripted expert")
+        return env.unwrapped.make_expert()  # says why itself when this id has none
     return load_policy(spec)

@@ -15,9 +15,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from embodia.data.replay import replay
 from embodia.data.store import TrajectoryStore
 from embodia.runner import rollout
+from embodia.runner.replay import replay
 
 console = Console()
 
