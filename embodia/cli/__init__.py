@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from embodia.core.cli_args import ArgumentParser
 from embodia.core.errors import EmbodiaError
@@ -52,8 +53,8 @@ def run_handler(handler, args) -> int:  # noqa: ANN001  (any cmd_* function and 
     err = Console(stderr=True)
     try:
         return int(handler(args) or 0)
-    except EmbodiaError as error:
-        err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+    except EmbodiaError as error:  # the message is printed as is: '[a, b]' in it is text, not rich markup
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")

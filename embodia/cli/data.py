@@ -53,7 +53,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = data_sub.add_parser("import-mcap", help="import a ROS 2 bag (MCAP file or rosbag2 folder) as a store")
     p.add_argument("bag", help="BAG.mcap or a rosbag2 directory")
     p.add_argument("--out", required=True, metavar="STORE.zarr", help="trajectory store to append to")
-    p.add_argument("--topic", action="append", metavar="TOPIC[=KEY]", help="topic to import (default: all)")
+    p.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[=KEY]",
+        help="topic to import (repeatable; default: every topic of a type with a default converter)",
+    )
     p.add_argument("--action", metavar="TOPIC", help="command topic, stored as key 'action'")
     p.add_argument("--step-on", metavar="TOPIC", help="one row per message of this topic")
     p.add_argument("--episode-topic", metavar="TOPIC", help="std_msgs/String JSON episode events")
@@ -108,8 +113,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import_mcap(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from embodia.robot.mcap import import_mcap
 
+    err = Console(stderr=True)
     result = import_mcap(
         args.bag,
         args.out,
@@ -119,9 +127,15 @@ def cmd_import_mcap(args: argparse.Namespace) -> int:
         episode_topic=args.episode_topic,
         env_id=args.env_id,
         progress=True,
+        on_warning=lambda message: err.print(
+            f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True
+        ),
     )
+    notes = [f"{result['rejected']} messages rejected"] if result["rejected"] else []
+    if result["skipped"]:
+        notes.append(f"{result['skipped']} undecodable topics skipped")
     print(
         f"imported {result['episodes']} episodes ({result['steps']} steps, keys {', '.join(result['keys'])}) "
-        f"to {result['path']}" + (f"; {result['rejected']} messages rejected" if result["rejected"] else "")
+        f"to {result['path']}" + (f"; {', '.join(notes)}" if notes else "")
     )
     return 0

@@ -179,9 +179,14 @@ def cmd_node_config(args: argparse.Namespace) -> int:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
-    from embodia.robot.launch import launch, parse_launch_arguments
+    from embodia.robot.launch import Supervisor, format_plan, parse_launch_arguments, plan_launch
 
-    arguments = parse_launch_arguments(args.arguments)
+    plan = plan_launch(
+        args.file, parse_launch_arguments(args.arguments)
+    )  # every file, before anything starts
+    if args.print_only:  # a dry run, as `ros2 launch --print`: nothing starts
+        print(format_plan(plan))
+        return 0
     if args.isolated:
         from embodia.robot.netns import run_isolated
 
@@ -189,7 +194,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         if args.timeout:
             argv += ["--timeout", str(args.timeout)]
         return run_isolated(argv).returncode
-    return launch(args.file, arguments, timeout=args.timeout)
+    return Supervisor(plan).run(args.timeout)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -253,9 +258,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=output_file_path, metavar="NODE.yaml")
     p.set_defaults(func=cmd_node_config)
 
-    p = robot.add_parser("launch", help="start and supervise the nodes of a ROS 2 YAML launch file")
-    p.add_argument("file", help="FILE.launch.yaml")
+    p = robot.add_parser("launch", help="start and supervise the nodes of a ROS 2 launch file (YAML or XML)")
+    p.add_argument("file", help="FILE.launch.yaml or FILE.launch.xml")
     p.add_argument("arguments", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
+    p.add_argument(
+        "--print",
+        dest="print_only",
+        action="store_true",
+        help="show every process it would start (command, namespace, parameters, remaps, environment, "
+        "respawn, timers) and start nothing",
+    )
     p.add_argument(
         "--isolated",
         action="store_true",

@@ -6,17 +6,22 @@ messages. Every reading function validates what it reads and raises :class:`Mess
 message that names what was wrong (joint names, encoding, sizes, non-finite values); the nodes log it
 and drop the message.
 
-Supported types (short names accepted wherever a type is named):
+Every reading function is registered as the converter of its type (:mod:`embodia.robot.converters`,
+where the list of types lives; more sensor types are in :mod:`embodia.robot.convert_sensors`). Types
+registered here (short names accepted wherever a type is named):
 
 ==========================  =================================================================
 JointState                  ``position`` / ``velocity`` / ``effort``, reordered by joint name
+                            (bags, recorder: every non-empty field, in that order)
 Image                       rgb8, bgr8, rgba8, bgra8, mono8, mono16, 16UC1, 32FC1 -> (H, W[, C])
 Odometry, PoseStamped       named components: x y z qx qy qz qw yaw (+ vx vy vz wx wy wz)
 Twist, TwistStamped         components such as ``linear.x``, ``angular.z``
 Float64MultiArray           ``data`` (reshaped by ``layout.dim`` when it has dims)
+                            (Float*: bags and the recorder keep NaN / inf, nodes reject them)
 JointTrajectory             positions of the first point, reordered by joint name
 Float64, Float32, Bool      scalars
 String                      text (instructions)
+Clock                       seconds
 ==========================  =================================================================
 """
 
@@ -29,25 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from embodia.robot.converters import converter_for, register_converter, short_names
 from embodia.robot.errors import MessageError, RobotConfigError
 
-#: short name -> full ROS 2 type name
-TYPE_NAMES = {
-    "JointState": "sensor_msgs/msg/JointState",
-    "Image": "sensor_msgs/msg/Image",
-    "Odometry": "nav_msgs/msg/Odometry",
-    "PoseStamped": "geometry_msgs/msg/PoseStamped",
-    "Twist": "geometry_msgs/msg/Twist",
-    "TwistStamped": "geometry_msgs/msg/TwistStamped",
-    "Float64MultiArray": "std_msgs/msg/Float64MultiArray",
-    "JointTrajectory": "trajectory_msgs/msg/JointTrajectory",
-    "Float64": "std_msgs/msg/Float64",
-    "Float32": "std_msgs/msg/Float32",
-    "Bool": "std_msgs/msg/Bool",
-    "String": "std_msgs/msg/String",
-    "Clock": "rosgraph_msgs/msg/Clock",
-}
-_FULL_NAMES = set(TYPE_NAMES.values())
+JOINT_FIELDS = ("position", "velocity", "effort")
 
 #: image encoding -> (dtype, channels)
 IMAGE_ENCODINGS: dict[str, tuple[str, int]] = {
@@ -66,23 +56,50 @@ TWIST_FIELDS = ("vx", "vy", "vz", "wx", "wy", "wz")
 TWIST_COMPONENTS = ("linear.x", "linear.y", "linear.z", "angular.x", "angular.y", "angular.z")
 
 
-def normalize_type(name: str) -> str:
-    """``"JointState"``, ``"sensor_msgs/JointState"`` or ``"sensor_msgs/msg/JointState"`` -> the full name."""
-    if name in TYPE_NAMES:
-        return TYPE_NAMES[name]
+def full_type_name(name: str) -> str:
+    """Any type name as ``pkg/msg/Name``: registered short names (``Imu``) and ``pkg/Name`` expand."""
+    short = short_names()
+    if name in short:
+        return short[name]
     parts = name.split("/")
-    if len(parts) == 2:
-        name = f"{parts[0]}/msg/{parts[1]}"
-    if name in _FULL_NAMES:
+    if len(parts) == 2 and all(parts):
+        return f"{parts[0]}/msg/{parts[1]}"
+    if len(parts) == 3 and all(parts):
         return name
-    known = ", ".join(TYPE_NAMES)
-    raise RobotConfigError(f"message type {name!r} is not supported; use one of {known}")
+    raise RobotConfigError(f"{name!r} is not a message type name (pkg/msg/Name, pkg/Name or e.g. JointState)")
+
+
+def normalize_type(name: str) -> str:
+    """``"JointState"``, ``"sensor_msgs/JointState"`` or ``"sensor_msgs/msg/JointState"`` -> the full name.
+
+    Raises:
+        RobotConfigError: the type has no registered converter.
+    """
+    if converter_for(name) is not None:  # a full name (the hot path of the nodes)
+        return name
+    short = short_names()
+    if name in short:
+        return short[name]
+    parts = name.split("/")
+    full = f"{parts[0]}/msg/{parts[1]}" if len(parts) == 2 else name
+    if converter_for(full) is None:
+        raise RobotConfigError(f"message type {full!r} is not supported; use one of {', '.join(short)}")
+    return full
 
 
 def message_class(type_name: str) -> type:
-    """The rclpy message class of a (short or full) type name, e.g. ``sensor_msgs.msg.JointState``."""
-    package, _, cls = normalize_type(type_name).split("/")
-    return getattr(importlib.import_module(f"{package}.msg"), cls)
+    """The rclpy message class of a type name (any installed type), e.g. ``sensor_msgs.msg.JointState``.
+
+    Raises:
+        RobotConfigError: the name is malformed or its package is not installed (not sourced).
+    """
+    package, kind, cls = full_type_name(type_name).split("/")
+    try:
+        return getattr(importlib.import_module(f"{package}.{kind}"), cls)
+    except (ImportError, AttributeError):
+        raise RobotConfigError(
+            f"no message class for {type_name!r}: is its package installed and sourced?"
+        ) from None
 
 
 def type_name_of(msg_or_class: Any) -> str:
@@ -116,10 +133,16 @@ def _finite(values: np.ndarray, what: str) -> np.ndarray:
     return values
 
 
+@register_converter(
+    "sensor_msgs/msg/JointState", options=("joint_names", "fields"), bag_options={"fields": "present"}
+)
 def joint_state_to_array(
-    msg: Any, joint_names: Sequence[str] | None = None, fields: Sequence[str] = ("position",)
+    msg: Any, joint_names: Sequence[str] | None = None, fields: Sequence[str] | str = ("position",)
 ) -> np.ndarray:
     """Concatenate the requested fields of a JointState, in the order of ``joint_names`` when given.
+
+    ``fields="present"`` (bags, the recorder) takes every non-empty field of position, velocity,
+    effort, in that order (position alone when all are empty).
 
     Raises:
         MessageError: a joint is missing, a field is empty or of the wrong length, or a value is not finite.
@@ -140,9 +163,13 @@ def joint_state_to_array(
     else:
         order = None
     n = len(joint_names) if joint_names is not None else len(names)
+    if isinstance(fields, str):
+        if fields != "present":
+            raise RobotConfigError(f"JointState fields must be a list or 'present', got {fields!r}")
+        fields = [f for f in JOINT_FIELDS if len(getattr(msg, f))] or ["position"]
     parts = []
     for field in fields:
-        if field not in ("position", "velocity", "effort"):
+        if field not in JOINT_FIELDS:
             raise RobotConfigError(f"JointState field must be position, velocity or effort, got {field!r}")
         values = np.asarray(getattr(msg, field), dtype=np.float64)
         if names and len(values) != len(names):
@@ -155,6 +182,7 @@ def joint_state_to_array(
     return _finite(np.concatenate(parts) if len(parts) > 1 else parts[0], "JointState")
 
 
+@register_converter("sensor_msgs/msg/Image", options=("encoding", "height", "width"), heavy=True)
 def image_to_array(
     msg: Any, encoding: str | None = None, height: int | None = None, width: int | None = None
 ) -> np.ndarray:
@@ -205,6 +233,7 @@ def _twist_component(twist: Any, name: str) -> float:
     return float(getattr(getattr(twist, group_name), axis))
 
 
+@register_converter("nav_msgs/msg/Odometry", options=("fields",))
 def odometry_to_array(msg: Any, fields: Sequence[str] = ("x", "y", "yaw", "vx", "vy", "wz")) -> np.ndarray:
     """Named pose / twist components of an Odometry (see ``POSE_FIELDS`` and ``TWIST_FIELDS``)."""
     values = []
@@ -218,6 +247,7 @@ def odometry_to_array(msg: Any, fields: Sequence[str] = ("x", "y", "yaw", "vx", 
     return _finite(np.array(values), "Odometry")
 
 
+@register_converter("geometry_msgs/msg/PoseStamped", options=("fields",))
 def pose_stamped_to_array(
     msg: Any, fields: Sequence[str] = ("x", "y", "z", "qx", "qy", "qz", "qw")
 ) -> np.ndarray:
@@ -228,14 +258,20 @@ def pose_stamped_to_array(
     return _finite(np.array([_pose_component(msg.pose, f) for f in fields]), "PoseStamped")
 
 
+@register_converter("geometry_msgs/msg/TwistStamped", options=("components",))
+@register_converter("geometry_msgs/msg/Twist", options=("components",))
 def twist_to_array(msg: Any, components: Sequence[str] = TWIST_COMPONENTS) -> np.ndarray:
     """Components (``linear.x`` ...) of a Twist or TwistStamped."""
     twist = msg.twist if hasattr(msg, "twist") else msg
     return _finite(np.array([_twist_component(twist, c) for c in components]), "Twist")
 
 
-def float64_multi_array_to_array(msg: Any, size: int | None = None) -> np.ndarray:
-    """The data of a Float64MultiArray, reshaped by its layout dims when it has any."""
+@register_converter("std_msgs/msg/Float64MultiArray", options=("size",), bag_options={"finite": False})
+def float64_multi_array_to_array(msg: Any, size: int | None = None, finite: bool = True) -> np.ndarray:
+    """The data of a Float64MultiArray, reshaped by its layout dims when it has any.
+
+    ``finite=False`` (bags, the recorder: data, kept as it is) accepts NaN and inf.
+    """
     data = np.asarray(msg.data, dtype=np.float64)
     offset = int(msg.layout.data_offset)
     dims = [int(d.size) for d in msg.layout.dim]
@@ -246,9 +282,10 @@ def float64_multi_array_to_array(msg: Any, size: int | None = None) -> np.ndarra
         data = data[offset : offset + count].reshape(dims)
     if size is not None and data.size != size:
         raise MessageError(f"Float64MultiArray has {data.size} values, expected {size}")
-    return _finite(data, "Float64MultiArray")
+    return _finite(data, "Float64MultiArray") if finite else data
 
 
+@register_converter("trajectory_msgs/msg/JointTrajectory", options=("joint_names",))
 def joint_trajectory_to_array(msg: Any, joint_names: Sequence[str] | None = None) -> np.ndarray:
     """Positions of the first trajectory point, in the order of ``joint_names`` when given."""
     if not msg.points:
@@ -264,40 +301,50 @@ def joint_trajectory_to_array(msg: Any, joint_names: Sequence[str] | None = None
     return _finite(positions, "JointTrajectory")
 
 
-def to_array(msg: Any, type_name: str, **options: Any) -> np.ndarray | str:
-    """Dispatch on the type name; ``options`` are the keyword arguments of the reading function.
+@register_converter("std_msgs/msg/Float32", bag_options={"finite": False})
+@register_converter("std_msgs/msg/Float64", bag_options={"finite": False})
+def float_to_array(msg: Any, finite: bool = True) -> np.ndarray:
+    """A Float64 or Float32 as a one-value float64 array (``finite=False``: NaN and inf accepted)."""
+    value = np.array([float(msg.data)])
+    return _finite(value, "Float") if finite else value
 
-    Unknown options are an error (a config typo must not be ignored silently).
+
+@register_converter("std_msgs/msg/Bool")
+def bool_to_array(msg: Any) -> np.ndarray:
+    """A Bool as a one-value bool array."""
+    return np.array([bool(msg.data)])
+
+
+@register_converter("std_msgs/msg/String", auto=False)
+def string_to_text(msg: Any) -> str:
+    """The text of a String (instructions); bags and the recorder store it as a text column."""
+    return str(msg.data)
+
+
+@register_converter("rosgraph_msgs/msg/Clock", auto=False)
+def clock_to_array(msg: Any) -> np.ndarray:
+    """A Clock as seconds."""
+    return np.array([stamp_to_ns(msg.clock) / 1e9])
+
+
+def to_array(msg: Any, type_name: str, **options: Any) -> np.ndarray | str:
+    """Read a message with the converter registered for its type; ``options`` go to the reading function.
+
+    Unknown options are an error (a config typo must not be ignored silently). Types whose converter
+    returns several parts (TFMessage, CameraInfo) give their main part here.
     """
-    kind = normalize_type(type_name).rsplit("/", 1)[1]
-    readers = {
-        "JointState": (joint_state_to_array, ("joint_names", "fields")),
-        "Image": (image_to_array, ("encoding", "height", "width")),
-        "Odometry": (odometry_to_array, ("fields",)),
-        "PoseStamped": (pose_stamped_to_array, ("fields",)),
-        "Twist": (twist_to_array, ("components",)),
-        "TwistStamped": (twist_to_array, ("components",)),
-        "Float64MultiArray": (float64_multi_array_to_array, ("size",)),
-        "JointTrajectory": (joint_trajectory_to_array, ("joint_names",)),
-    }
+    converter = converter_for(normalize_type(type_name))
+    assert converter is not None  # normalize_type refuses types without one
     options = {k: v for k, v in options.items() if v is not None}
-    if kind in readers:
-        reader, allowed = readers[kind]
-        extra = set(options) - set(allowed)
-        if extra:
-            raise RobotConfigError(f"{kind} topics take options {allowed}, got {sorted(extra)}")
-        return reader(msg, **options)
-    if options:
-        raise RobotConfigError(f"{kind} topics take no options, got {sorted(options)}")
-    if kind in ("Float64", "Float32"):
-        return _finite(np.array([float(msg.data)]), kind)
-    if kind == "Bool":
-        return np.array([bool(msg.data)])
-    if kind == "String":
-        return str(msg.data)
-    if kind == "Clock":
-        return np.array([stamp_to_ns(msg.clock) / 1e9])
-    raise RobotConfigError(f"cannot read {kind} messages")  # pragma: no cover - TYPE_NAMES is exhaustive
+    extra = set(options) - set(converter.options)
+    if extra:
+        if not converter.options:
+            raise RobotConfigError(f"{converter.short_name} topics take no options, got {sorted(options)}")
+        raise RobotConfigError(
+            f"{converter.short_name} topics take options {converter.options}, got {sorted(extra)}"
+        )
+    value = converter.read(msg, **options)
+    return value[""] if isinstance(value, dict) else value
 
 
 # ---------------------------------------------------------------------- building (rclpy messages)

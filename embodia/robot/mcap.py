@@ -2,7 +2,8 @@
 
 Export writes one MCAP file with ROS 2's conventions (profile ``ros2``, schemas as ``ros2msg`` text,
 messages CDR-encoded, QoS and type hash in the channel metadata), so ``ros2 bag info/play``,
-``rosbags`` and Foxglove read it. Each store key becomes a topic ``<prefix>/<key>``:
+``rosbags`` and Foxglove read it. Each store key becomes a topic ``<prefix>/<key>`` (characters a ROS
+name cannot hold, such as the ``.`` of part keys like ``tf.frames``, written as ``_``):
 
 ==========================  ===================================================================
 store key                   message
@@ -21,16 +22,26 @@ events: ``start`` (env_id, env_kwargs, seed, initial_state) before an episode's 
 store schema (dtype, shape, role per key), so importing the bag restores the store exactly (float64
 carries float32 and small integers exactly; integers beyond 2**53 would be rounded).
 
-Import reads any ROS 2 bag (an ``.mcap`` file or a rosbag2 directory) with ``rosbags``: the chosen
-topics become keys, rows are made per message of the step topic with the newest message of every other
-topic (:class:`embodia.robot.record.EpisodeAssembler`), and episode events split episodes when the bag
-has them. Bags written by the export come back with their original keys, dtypes and episode table.
+Import reads any ROS 2 bag (an ``.mcap`` file or a rosbag2 directory; ROS 1 ``.bag`` files too): the
+chosen topics become keys, rows are made per message of the step topic with the newest message of every
+other topic (:class:`embodia.robot.record.EpisodeAssembler`), and episode events split episodes when the
+bag has them. Bags written by the export come back with their original keys, dtypes and episode table.
+Messages are converted by the converter registry (:mod:`embodia.robot.converters`): a registered
+converter per type, else the generic fallback (:mod:`embodia.robot.flatten`: every numeric field, text
+fields as JSON). Text becomes a fixed-width UTF-8 column as wide as the bag's longest text rounded up to
+64 bytes (or the store's existing width). Without ``topics``, every topic whose type has a converter
+imported by default is taken (not String, Clock, TFMessage, nor types only the generic fallback reads).
+Topics whose message definitions cannot be decoded (service events of newer rosbag2 versions, types
+neither the bag nor the typestore defines) are skipped with a warning, and refused when named. A topic
+whose values change shape between messages (LaserScan beams, TFMessage transform counts) is refused,
+naming the shapes seen, before anything is written (:mod:`embodia.robot.bag_import`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +163,7 @@ def export_mcap(
         k for k in schema if schema[k]["role"] == "action"
     ]
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
-    topics = {key: f"{prefix}/{key}" for key in order}
+    topics = _topic_names(order, prefix)
     episode_topic = f"{prefix}/episode"
     ts = _typestore()
     builder = _Builder(ts)
@@ -236,6 +247,18 @@ def export_mcap(
     }
 
 
+def _topic_names(keys: list[str], prefix: str) -> dict[str, str]:
+    """Topic of each key: ``<prefix>/<key>``, characters a ROS name cannot hold (``.`` of part keys) as ``_``."""
+    topics: dict[str, str] = {}
+    for key in keys:
+        name = re.sub(r"[^A-Za-z0-9_]", "_", key)
+        topic, n = f"{prefix}/{name}", 1
+        while topic in topics.values() or topic == f"{prefix}/episode":
+            topic, n = f"{prefix}/{name}_{n}", n + 1
+        topics[key] = topic
+    return topics
+
+
 def _qos_yaml() -> str:
     import yaml
 
@@ -277,157 +300,38 @@ def import_mcap(
     episode_topic: str | None = None,
     env_id: str | None = None,
     progress: bool = False,
+    on_warning: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Append the episodes of a ROS 2 bag to the trajectory store ``out`` (see the module docstring).
 
     Args:
-        topics: ``TOPIC`` or ``TOPIC=KEY`` to import (default: every topic of a supported type).
+        topics: ``TOPIC`` or ``TOPIC=KEY`` to import (default: every topic whose type has a converter
+            imported by default; see :mod:`embodia.robot.converters`).
         action: the command topic, stored as key ``action`` (role action).
         step_on: one row per message of this topic (default: the action topic, else the first topic).
         episode_topic: JSON episode events (default: the exporter's, or ``/episode`` when present).
         env_id: env_id of episodes without a start event (default ``ros2:<bag name>``).
+        on_warning: called with each warning (default: ``warnings.warn`` with a ``BagWarning``).
+
+    Returns:
+        ``path``, ``episodes``, ``steps``, ``rejected`` (messages that could not be converted), ``keys``
+        (store keys written), ``skipped`` / ``skipped_topics`` (topics that cannot be decoded) and
+        ``fields`` (key -> value names of topics read by the generic converter).
+
+    Raises:
+        BagError: a missing or unreadable bag, a named topic that is absent or cannot be decoded, a topic
+            whose values change shape, or texts that do not fit an existing text column.
     """
-    from rosbags.highlevel import AnyReader
+    from embodia.robot.bag_import import import_bag
 
-    from embodia.robot.convert import normalize_type, to_array
-    from embodia.robot.errors import MessageError, RobotConfigError
-    from embodia.robot.record import RECORDABLE, EpisodeAssembler, parse_topic_spec
-
-    bag = Path(bag)
-    if not bag.exists():
-        raise BagError(f"bag {str(bag)!r} does not exist")
-    meta = read_embodia_metadata(bag)
-    schema: dict[str, Any] | None = None
-    if meta is not None:
-        schema = json.loads(meta["schema"])
-        key_of_topic = {topic: key for key, topic in json.loads(meta["topics"]).items()}
-        episode_topic = episode_topic or meta["episode_topic"]
-        step_on = step_on or meta["step_topic"]
-    try:
-        reader = AnyReader([bag], default_typestore=_typestore())
-        reader.open()
-    except Exception as error:  # rosbags raises several types for unreadable bags
-        raise BagError(f"cannot read bag {str(bag)!r}: {type(error).__name__}: {error}") from error
-    sink: _TypedSink | None = None
-    try:
-        available = {c.topic: c.msgtype for c in reader.connections}
-        if episode_topic is None and "/episode" in available:
-            episode_topic = "/episode"
-        if schema is not None and topics is None:
-            specs = [(topic, key) for topic, key in key_of_topic.items() if topic in available]
-        elif topics:
-            specs = [parse_topic_spec(t) for t in topics]
-        else:
-            specs = [
-                parse_topic_spec(t)
-                for t, kind in available.items()
-                if t != episode_topic and _short(kind) in RECORDABLE
-            ]
-        if action:
-            specs = [s for s in specs if s[0] != action] + [(action, "action")]
-        missing = [t for t, _ in specs if t not in available]
-        if missing or not specs:
-            raise BagError(
-                f"bag {bag} has no topic(s) {missing or 'of a supported type'}; it has {sorted(available)}"
-            )
-        for topic, _ in specs:
-            if _short(available[topic]) not in RECORDABLE:
-                raise BagError(
-                    f"{topic} has type {available[topic]}, which cannot become an array ({RECORDABLE})"
-                )
-        key_of = dict(specs)
-        step_topic = step_on or action or specs[0][0]
-        if step_topic not in key_of:
-            raise BagError(f"step topic {step_topic} is not one of the imported topics {list(key_of)}")
-        roles = (
-            {k: v["role"] for k, v in schema.items()} if schema else ({"action": "action"} if action else {})
-        )
-        sink = _TypedSink(out, roles, schema)
-        try:
-            assembler = EpisodeAssembler(
-                [k for _, k in specs], key_of[step_topic], sink, env_id=env_id or f"ros2:{bag.stem}"
-            )
-        except RobotConfigError as error:
-            raise BagError(str(error)) from error
-        wanted = [c for c in reader.connections if c.topic in key_of or c.topic == episode_topic]
-        rejected = 0
-        count = sum(c.msgcount for c in wanted)
-        for connection, _, raw in _progress_messages(reader, wanted, progress, count):
-            msg = reader.deserialize(raw, connection.msgtype)
-            if connection.topic == episode_topic:
-                try:
-                    event = json.loads(msg.data)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(event, dict):
-                    if event.get("event") == "end":
-                        sink.pending_event = event  # used when the episode is committed (next start)
-                    assembler.event(event)  # may commit the previous episode (with the previous start)
-                    if event.get("event") == "start":
-                        sink.start(event)
-                continue
-            key = key_of[connection.topic]
-            try:
-                value = to_array(msg, normalize_type(connection.msgtype))
-            except MessageError:
-                rejected += 1
-                continue
-            assembler.value(key, np.asarray(value))
-        assembler.finish()
-    finally:
-        reader.close()
-        if sink is not None:
-            sink.store.close()
-    return {
-        "path": str(out),
-        "episodes": assembler.episodes,
-        "steps": sink.steps,
-        "rejected": rejected,
-        "keys": [k for _, k in specs],
-    }
-
-
-def _short(msgtype: str) -> str:
-    return msgtype.rsplit("/", 1)[-1]
-
-
-def _progress_messages(reader: Any, connections: list[Any], enabled: bool, total: int) -> Iterator[Any]:
-    messages = reader.messages(connections=connections)
-    if not enabled:
-        yield from messages
-        return
-    from rich.progress import track
-
-    yield from track(messages, total=total, description="importing messages")
-
-
-class _TypedSink:
-    """Stores episodes with the exporter's dtypes, shapes and initial / final states when known."""
-
-    def __init__(self, out: str | Path, roles: dict[str, str], schema: dict[str, Any] | None) -> None:
-        from embodia.data.store import TrajectoryStore
-
-        self.store = TrajectoryStore(out, mode="a")
-        self.roles = roles
-        self.schema = schema
-        self.pending_event: dict[str, Any] = {}
-        self.steps = 0
-        self._start: dict[str, Any] = {}
-
-    def __call__(self, data: dict[str, np.ndarray], info: dict[str, Any]) -> None:
-        event, self.pending_event = self.pending_event, {}
-        if event.get("event") == "end":
-            info["final_state"] = event.get("final_state")
-        if self._start.get("initial_state") is not None:
-            info["initial_state"] = self._start["initial_state"]
-        if self.schema:
-            data = {
-                k: v.astype(self.schema[k]["dtype"]).reshape(len(v), *self.schema[k]["shape"])
-                for k, v in data.items()
-            }
-        info = {k: (np.asarray(v) if k.endswith("_state") else v) for k, v in info.items() if v is not None}
-        self.store.add_episode(data, roles=self.roles, **info)
-        self.steps += len(next(iter(data.values())))
-
-    def start(self, event: dict[str, Any]) -> None:
-        self._start = event
+    return import_bag(
+        bag,
+        out,
+        topics=topics,
+        action=action,
+        step_on=step_on,
+        episode_topic=episode_topic,
+        env_id=env_id,
+        progress=progress,
+        on_warning=on_warning,
+    )

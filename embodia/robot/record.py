@@ -11,6 +11,12 @@ Episodes are split by std_msgs/String JSON events on an episode topic (what ``em
 publishes): ``start`` (env_id, env_kwargs, seed) begins an episode, ``end`` (success) commits it.
 Without events one episode is committed when the recording stops. Every committed episode is durable
 (see :class:`~embodia.data.store.TrajectoryStore`); Ctrl-C commits what was recorded so far.
+
+Messages become arrays through the converter registry (:mod:`embodia.robot.converters`), as in the bag
+import: any type can be recorded (registered converter, else the generic fallback). A topic recorded as
+``KEY`` whose converter gives several parts fills ``KEY`` and ``KEY.<part>``; text is stored as UTF-8
+bytes of a fixed width (the store's, else :data:`~embodia.robot.converters.TEXT_BYTES`); a message that
+does not fit, or whose shape differs from the topic's first, is rejected (logged and counted).
 """
 
 from __future__ import annotations
@@ -26,23 +32,9 @@ import numpy as np
 from embodia.core.validation import validate
 from embodia.robot import ros
 from embodia.robot.config import Name, PositiveInt, Seconds
-from embodia.robot.convert import header_stamp_ns, normalize_type, to_array
+from embodia.robot.convert import header_stamp_ns
+from embodia.robot.converters import TEXT_BYTES, TopicValues, convert_message
 from embodia.robot.errors import MessageError, RobotConfigError
-
-#: types the recorder can turn into arrays
-RECORDABLE = (
-    "JointState",
-    "Image",
-    "Odometry",
-    "PoseStamped",
-    "Twist",
-    "TwistStamped",
-    "Float64MultiArray",
-    "JointTrajectory",
-    "Float64",
-    "Float32",
-    "Bool",
-)
 
 
 def default_key(topic: str) -> str:
@@ -116,8 +108,11 @@ class EpisodeAssembler:
         """Rows not yet committed."""
         return [self._resolve(row) for segment in self._segments for _, row in segment.rows]
 
-    def value(self, key: str, array: np.ndarray, stamp_ns: int | None = None) -> None:
+    def value(self, key: str, array: np.ndarray | dict[str, np.ndarray], stamp_ns: int | None = None) -> None:
         """A new value for ``key`` (with its header stamp, if any); the step key makes a row.
+
+        A value may be a dict ``{store_key: array}`` (a message of several parts): the parts become
+        separate store keys when the episode is committed.
 
         A stamped step message (a policy node stamps each command with the stamp of the observation
         it answers) is paired with the values of exactly that stamp, looked up when its episode is
@@ -200,7 +195,14 @@ class EpisodeAssembler:
                     del values[stamp]
         if not rows:
             return
-        data = {k: np.stack([row[k] for row in rows]) for k in self.keys}
+        data: dict[str, np.ndarray] = {}
+        for k in self.keys:
+            values = [row[k] for row in rows]
+            if isinstance(values[0], dict):  # several parts: one store key each
+                for name in values[0]:
+                    data[name] = np.stack([v[name] for v in values])
+            else:
+                data[k] = np.stack(values)
         info = dict(segment.info)
         if segment.success is not None:
             info["success"] = segment.success
@@ -217,6 +219,13 @@ class StoreSink:
         self.store = TrajectoryStore(path, mode="a")
         self.roles = {action_key: "action"} if action_key else {}
         self.steps = 0
+
+    def text_width(self, store_key: str) -> int:
+        """Width of a text column: the store's when it has the key, else ``TEXT_BYTES``."""
+        have = self.store.schema.get(store_key)
+        if have is not None and have["dtype"] == "uint8" and len(have["shape"]) == 1:
+            return int(have["shape"][0])
+        return TEXT_BYTES
 
     def __call__(self, data: dict[str, np.ndarray], info: dict[str, Any]) -> None:
         self.store.add_episode(data, roles=self.roles, **info)
@@ -246,6 +255,7 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
         episode_topic: str | None,
         name: str = "embodia_recorder",
         discovery_timeout: float = 10.0,
+        text_width: Callable[[str], int] | None = None,
     ) -> None:
         super().__init__(name)
         from embodia.robot.convert import message_class
@@ -254,12 +264,15 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
         self.rejected = 0
         self.max_episodes: int | None = None
         types = self._discover([t for t, _ in topics], discovery_timeout)
+        classes = {topic: message_class(types[topic]) for topic, _ in topics}  # any installed type
+        width = text_width or (lambda _key: TEXT_BYTES)
         for topic, key in topics:
             kind = types[topic]
-            self.create_subscription(message_class(kind), topic, self._callback(key, kind), ros.qos(1000))
+            values = TopicValues(key, width)
+            self.create_subscription(classes[topic], topic, self._callback(key, kind, values), ros.qos(1000))
         if episode_topic:
             self.create_subscription(
-                message_class("String"), episode_topic, self._callback(None, "String"), ros.qos(1000)
+                message_class("String"), episode_topic, self._callback(None, "String", None), ros.qos(1000)
             )
         self.get_logger().info(f"recording {', '.join(f'{t} ({types[t]}) as {k}' for t, k in topics)}")
 
@@ -283,14 +296,9 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
             raise RobotConfigError(
                 f"no publisher for {missing} within {timeout:g} s; is the robot / simulator running?"
             )
-        for topic, kind in found.items():
-            if normalize_type(kind).rsplit("/", 1)[1] not in RECORDABLE:
-                raise RobotConfigError(
-                    f"{topic} has type {kind}, which cannot be recorded ({', '.join(RECORDABLE)})"
-                )
         return found
 
-    def _callback(self, key: str | None, kind: str) -> Callable[[Any], None]:
+    def _callback(self, key: str | None, kind: str, values: TopicValues | None) -> Callable[[Any], None]:
         def callback(msg: Any) -> None:
             if key is None:
                 try:
@@ -300,8 +308,9 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
                 if isinstance(event, dict):
                     self.assembler.event(event)
                 return
+            assert values is not None
             try:
-                self.assembler.value(key, np.asarray(to_array(msg, kind)), header_stamp_ns(msg))
+                self.assembler.value(key, values.encode(convert_message(msg, kind)), header_stamp_ns(msg))
             except MessageError as error:
                 self.rejected += 1
                 self.get_logger().warning(f"rejected message for {key}: {error}", throttle_duration_sec=1.0)
@@ -350,7 +359,7 @@ def record(
     ros.init(argv)
     node = None
     try:
-        node = RecorderNode(specs, assembler, episode_topic)
+        node = RecorderNode(specs, assembler, episode_topic, text_width=sink.text_width)
         node.max_episodes = episodes
         ros.spin(
             node,

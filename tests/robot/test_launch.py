@@ -1,4 +1,5 @@
-"""The YAML launch supervisor: parsing (ROS 2 YAML launch format), supervision, respawn, shutdown."""
+"""The launch supervisor: parsing (ROS 2 YAML launch format), supervision, respawn, timers, shutdown and its
+SIGTERM / SIGKILL timeouts, emulate_tty, and `embodia robot launch` (--print, real runs, one-line refusals)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 import pytest
 
 from embodia.robot.errors import LaunchFileError
-from embodia.robot.launch import Supervisor, parse_launch_arguments, parse_launch_file
+from embodia.robot.launch import Supervisor, parse_launch_arguments, parse_launch_file, plan_launch
 from tests.conftest import ROOT
 
 
@@ -104,7 +105,10 @@ def test_nodes_become_ros2_run_commands(tmp_path, monkeypatch):
             "launch:\n- node: {pkg: embodia_ros, exec: teleop}\n",
             "executable 'teleop' of package 'embodia_ros' not found",
         ),
-        ("launch:\n- timer: {period: 1}\n", "'timer' is not supported"),
+        (
+            "launch:\n- node_container: {pkg: rclcpp_components, exec: component_container, name: c}\n",
+            "node_container: not supported",
+        ),
         ("nodes: []\n", "no top-level 'launch:'"),
         ("launch:\n- executable: {cmd: 'echo $(var nope)'}\n", "is not a declared arg"),
     ],
@@ -181,3 +185,208 @@ def test_ctrl_c_on_the_launch_command_stops_every_process(tmp_path):
     rest, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, rest
     assert "[a-1] a got SIGINT" in rest and "[b-1] b got SIGINT" in rest
+
+
+STUBBORN = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "if sys.argv[1] == 'term-too':\n"
+    "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('up', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_sigterm_and_sigkill_timeouts_stop_processes_that_ignore_signals(tmp_path):
+    """SIGINT, then SIGTERM after sigterm_timeout, then SIGKILL after sigkill_timeout (real processes)."""
+    script = tmp_path / "stubborn.py"
+    script.write_text(STUBBORN)
+    path = _write(
+        tmp_path / "stubborn.launch.yaml",
+        f"""
+        launch:
+        - let: {{name: sigterm_timeout, value: "0.3"}}
+        - executable: {{cmd: "{sys.executable} {script} term-too", name: deaf, sigterm_timeout: 1.0, sigkill_timeout: 0.4}}
+        - executable: {{cmd: "{sys.executable} {script} int-only", name: half_deaf}}
+        - executable: {{cmd: "{_child(tmp_path, "main", 3)}", name: main, on_exit: shutdown}}
+    """,
+    )
+    specs = parse_launch_file(path)
+    assert [(s.sigterm_timeout, s.sigkill_timeout) for s in specs] == [(1.0, 0.4), (0.3, None), (0.3, None)]
+    out = io.StringIO()
+    supervisor = Supervisor(specs, out=out)  # default timeouts 5 s: 10 s before a SIGKILL without the file's
+    started = time.monotonic()
+    assert supervisor.run(timeout=60) == 0
+    stopping = time.monotonic() - started - 3
+    text = out.getvalue()
+    assert "[deaf-1] up" in text and "[half_deaf-1] up" in text
+    assert supervisor.exit_codes["deaf-1"] == [-signal.SIGKILL]
+    assert supervisor.exit_codes["half_deaf-1"] == [-signal.SIGTERM]
+    order = [line for line in text.splitlines() if "sending signal" in line and "deaf-1" in line]
+    assert order == [
+        "[INFO] [launch]: sending signal 'SIGINT' to process[deaf-1]",
+        "[INFO] [launch]: sending signal 'SIGINT' to process[half_deaf-1]",
+        "[INFO] [launch]: sending signal 'SIGTERM' to process[half_deaf-1]",
+        "[INFO] [launch]: sending signal 'SIGTERM' to process[deaf-1]",
+        "[INFO] [launch]: sending signal 'SIGKILL' to process[deaf-1]",
+    ]
+    assert stopping < 5.0, stopping  # 1.4 s by the file's timeouts
+
+
+def test_timers_respawn_limits_and_a_shutdown_action(tmp_path):
+    path = _write(
+        tmp_path / "timers.launch.yaml",
+        f"""
+        launch:
+        - executable: {{cmd: "{_child(tmp_path, "worker", 60)}", name: worker}}
+        - executable:
+            cmd: "{_child(tmp_path, "flaky", 0, code=3)}"
+            name: flaky
+            respawn: true
+            respawn_delay: 0.1
+            respawn_max_retries: 2
+        - timer:
+            period: 0.5
+            children:
+            - executable: {{cmd: "echo late", name: late}}
+            - log: {{message: "half a second"}}
+        - timer:
+            period: 3.0
+            children:
+            - shutdown: {{reason: "enough"}}
+        - timer: {{period: 30.0, children: [executable: {{cmd: "echo never", name: never}}]}}
+    """,
+    )
+    out = io.StringIO()
+    supervisor = Supervisor(plan_launch(path), out=out, grace=3.0)
+    started = time.monotonic()
+    assert supervisor.run(timeout=60) == 3  # flaky's status: it failed for good after its 2 respawns
+    assert time.monotonic() - started < 15
+    text = out.getvalue()
+    assert "[late-1] late" in text and "[INFO] [launch.user]: half a second" in text
+    assert "shutdown action (enough); stopping all" in text and "[worker-1] worker got SIGINT" in text
+    assert supervisor.starts["flaky-1"] == 3 and supervisor.exit_codes["flaky-1"] == [3, 3, 3]
+    assert supervisor.starts["never-1"] == 0 and "never" not in text.replace("never-1", "")
+
+
+def test_emulate_tty_gives_the_process_a_terminal(tmp_path):
+    check = f"{sys.executable} -c 'import sys; print(\\\"tty\\\", sys.stdout.isatty())'"
+    path = _write(
+        tmp_path / "tty.launch.yaml",
+        f"""
+        launch:
+        - executable: {{cmd: "{check}", name: with_tty, emulate_tty: true}}
+        - executable: {{cmd: "{check}", name: piped}}
+    """,
+    )
+    out = io.StringIO()
+    assert Supervisor(parse_launch_file(path), out=out).run(timeout=30) == 0
+    assert "[with_tty-1] tty True" in out.getvalue() and "[piped-1] tty False" in out.getvalue()
+
+
+def _cli(*args, **kwargs):
+    return subprocess.run(
+        [sys.executable, *kwargs.pop("python", []), "-m", "embodia.cli", "robot", "launch", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **kwargs.pop("env", {})},
+    )
+
+
+CONDITIONAL = """
+launch:
+- arg: {name: record, default: "false"}
+- arg: {name: robot, default: "r1"}
+- node:
+    pkg: embodia_ros
+    exec: policy_node
+    name: policy
+    namespace: $(var robot)
+    respawn: true
+    param: [{name: policy, value: "$(dirname)/policy"}, {name: rate_hz, value: 50.0}]
+    remap: [{from: cmd, to: /cmd_vel}]
+    env: [{name: LEVEL, value: debug}]
+    if: $(not $(var record))
+- executable: {cmd: "touch $(dirname)/recorded", name: recorder, if: $(var record)}
+- executable: {cmd: "touch $(dirname)/always", name: always, unless: $(var record)}
+- timer:
+    period: 2.5
+    children:
+    - executable: {cmd: "touch $(dirname)/late", name: late, sigterm_timeout: 1}
+"""
+
+
+def test_print_shows_every_process_and_starts_nothing(tmp_path):
+    path = _write(tmp_path / "robot.launch.yaml", CONDITIONAL)
+    result = _cli(str(path), "robot:=arm", "--print", python=["-X", "importtime"])
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert "[policy-1]" in out and "[always-1]" in out and "[late-1]" in out and "[recorder-1]" not in out
+    assert (
+        f"-r __node:=policy -r __ns:=/arm -p policy:={tmp_path}/policy -p rate_hz:=50.0 -r cmd:=/cmd_vel"
+        in out
+    )
+    assert "environment: LEVEL=debug" in out and "respawn:     yes" in out and "after 2.5 s (timer)" in out
+    assert "SIGTERM after 1 s" in out and "robot = 'arm'" in out
+    assert "executable recorder (if: false)" in out.split("skipped by a condition:")[1]
+    assert not list(tmp_path.glob("recorded")) + list(tmp_path.glob("always")) + list(tmp_path.glob("late"))
+    assert "rclpy" not in result.stderr and "torch" not in result.stderr  # -X importtime lists every import
+
+
+def test_a_real_run_starts_only_what_the_conditions_allow(tmp_path):
+    path = _write(
+        tmp_path / "robot.launch.yaml",
+        CONDITIONAL.split("- node:")[0] + CONDITIONAL.split("if: $(not $(var record))\n")[1],
+    )
+    result = _cli(str(path), "record:=TRUE")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert (
+        (tmp_path / "recorded").exists()
+        and (tmp_path / "late").exists()
+        and not (tmp_path / "always").exists()
+    )
+    assert "process started" in result.stdout and "always" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "launch:\n- node_container: {pkg: rclcpp_components, exec: component_container, name: c}\n",
+            ":2: node_container: not supported",
+        ),
+        (
+            "launch:\n- let: {name: x, value: \"$(eval '[a, b]')\"}\n",
+            ":2: let: $(eval '[a, b]'): name 'a' is not defined",
+        ),
+        (
+            'launch:\n- executable: {cmd: "echo", if: "[maybe]"}\n',
+            "if: condition '[maybe]' is not true/false/1/0",
+        ),
+    ],
+)
+def test_the_cli_prints_a_refusal_as_one_line(tmp_path, text, message):
+    path = tmp_path / "bad.launch.yaml"
+    path.write_text(text)
+    for extra in ([], ["--print"]):
+        result = _cli(str(path), *extra)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+        assert f"{path}{message}" in lines[0] if message.startswith(":") else message in lines[0], lines[0]
+
+
+def test_a_process_that_cannot_start_is_an_error_line_not_a_traceback(tmp_path):
+    path = _write(
+        tmp_path / "cwd.launch.yaml",
+        f"""
+        launch:
+        - executable: {{cmd: "echo hi", name: lost, cwd: "{tmp_path}/no/such/dir", on_exit: shutdown}}
+    """,
+    )
+    out = io.StringIO()
+    supervisor = Supervisor(parse_launch_file(path), out=out)
+    assert supervisor.run(timeout=30) == 127
+    assert "[ERROR] [launch]: process [lost-1] could not start:" in out.getvalue()
+    assert supervisor.exit_codes["lost-1"] == [127]

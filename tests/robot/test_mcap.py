@@ -138,6 +138,9 @@ def test_a_robot_bag_becomes_a_store(tmp_path):
         "steps": 5,
         "rejected": 0,
         "keys": ["joints", "action"],
+        "skipped": 0,
+        "skipped_topics": [],
+        "fields": {},
     }
     store = embodia.TrajectoryStore(tmp_path / "robot.zarr")
     episode = store.episode(0)

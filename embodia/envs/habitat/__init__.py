@@ -9,7 +9,9 @@ Environments (registered below, next to the class they use):
 
 The pieces, one module each: scene format (:mod:`.scene`) and generator (:mod:`.scene_gen`); MuJoCo
 model (:mod:`.mjcf`); navigation mesh and path finder (:mod:`.footprints`, :mod:`.pathfinder`);
-metrics (:mod:`.metrics`); episodes in habitat-lab's JSON format (:mod:`.episodes`, :mod:`.instructions`);
+metrics (:mod:`.metrics`); episodes (:mod:`.episodes`, :mod:`.instructions`) and habitat-lab's dataset files
+(:mod:`.habitat_format`: the JSON shapes; :mod:`.datasets`: files, the split layout, scene paths;
+:mod:`.episode_check`: episodes checked on the navigation mesh);
 scene graphs (:mod:`.scene_graph`); back ends (:mod:`.backend`, :mod:`.mujoco_backend`,
 :mod:`.habitat_sim_backend`, :mod:`.glb`); the environment (:mod:`.env`) and its expert (:mod:`.expert`).
 """
@@ -23,6 +25,7 @@ from embodia.envs.registration import register_env
 
 __all__ = [
     "MultiGoalShortestPath",
+    "NavDataset",
     "NavConfig",
     "NavEnv",
     "NavMeshSettings",
@@ -30,12 +33,15 @@ __all__ = [
     "Scene",
     "ShortestPath",
     "generate_scene",
+    "load_episodes",
     "load_scene",
+    "save_episodes",
 ]
 
 #: public names, imported on first use (registering the ids imports no simulator)
 _LAZY = {
     "MultiGoalShortestPath": "pathfinder",
+    "NavDataset": "datasets",
     "NavConfig": "env",
     "NavEnv": "env",
     "NavMeshSettings": "pathfinder",
@@ -43,7 +49,9 @@ _LAZY = {
     "Scene": "scene",
     "ShortestPath": "pathfinder",
     "generate_scene": "scene_gen",
+    "load_episodes": "datasets",
     "load_scene": "scene",
+    "save_episodes": "datasets",
 }
 
 

@@ -24,14 +24,22 @@ habitat-lab so that numbers are comparable:
   ``spl``, ``soft_spl``, ``distance_to_goal``, ``collisions``, ``collided``, ``path_length``; reward is
   habitat-lab's PointNav reward (see :mod:`embodia.envs.habitat.metrics`).
 - **Episodes** are sampled per reset from the seed (scene, start, goal), or read from a habitat-lab
-  JSON file (``dataset=``); ``reset(options={"episode": NavEpisode})`` runs a given one.
+  dataset (``dataset=``: one file, or a split's top-level file next to its ``content/<scene>.json.gz``;
+  scene paths resolve through ``scenes_dir`` and ``scene_map``; see :mod:`embodia.envs.habitat.datasets`);
+  ``reset(options={"episode": ...})`` runs a given one, a :class:`NavEpisode` or a habitat-lab episode
+  dict. Episodes that come from outside are checked on the navigation mesh when their scene is loaded
+  (:mod:`embodia.envs.habitat.episode_check`): off the mesh or on another floor is an error naming the
+  episode, unless ``snap=True``, which moves such points onto the mesh and reports each move in the
+  reset's ``info["snapped"]``. ObjectNav's ``goal`` is the dataset's ``category_to_task_category_id``.
 - ``get_state`` / ``set_state``: robot poses, door positions (fixed size) and each robot's metric
   accumulators; ``make_expert()`` returns the shortest-path follower.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -44,15 +52,16 @@ from embodia.core.errors import ActionError, EnvArgumentError
 from embodia.core.validation import validate
 from embodia.envs.habitat.backend import NavBackend, make_backend, resolve_backend
 from embodia.envs.habitat.coords import wrap_angle
-from embodia.envs.habitat.episodes import (
-    OBJECTNAV_CATEGORIES,
-    SUCCESS_DISTANCE,
-    TASKS,
-    NavEpisode,
-    load_episodes,
-    sample_episode,
+from embodia.envs.habitat.datasets import (
+    NavDataset,
+    SceneResolver,
+    category_absent_error,
+    check_category,
 )
+from embodia.envs.habitat.episode_check import MESH_TOLERANCE, SnapRecord, check_episode
+from embodia.envs.habitat.episodes import SUCCESS_DISTANCE, TASKS, NavEpisode, sample_episode
 from embodia.envs.habitat.errors import NavEpisodeError
+from embodia.envs.habitat.habitat_format import DEFAULT_CATEGORY_IDS, episode_from_habitat
 from embodia.envs.habitat.instructions import encode_instruction
 from embodia.envs.habitat.metrics import EpisodeMetrics
 from embodia.envs.habitat.mjcf import RobotSpec
@@ -83,7 +92,21 @@ class NavConfig:
     scenes: str | tuple[str, ...] = DEFAULT_SCENES
     """Scene references episodes are sampled in (shipped names, JSON paths, ``procedural:<kind>:<seed>``)."""
     dataset: str | None = None
-    """A habitat-lab JSON(.gz) episode file; episodes are drawn from it instead of sampled."""
+    """A habitat-lab JSON(.gz) episode file, or a split's top-level file next to its ``content/``;
+    episodes are drawn from it instead of sampled."""
+    scenes_dir: str | None = None
+    """habitat-lab's scenes directory (``SCENES_DIR``): a scene path ``data/scene_datasets/X/s.glb``
+    resolves to the embodia scene JSON ``<scenes_dir>/X/s.json``."""
+    scene_map: dict[str, str] | None = None
+    """Habitat scene paths (as in the file, without ``data/scene_datasets/``, or the scene's name) mapped
+    to embodia scene references (shipped name, scene JSON, ``procedural:<kind>:<seed>``)."""
+    content_scenes: str | tuple[str, ...] = ("*",)
+    """The split's scenes to read (content file names), ``"*"`` for all (habitat-lab's ``content_scenes``)."""
+    snap: bool = False
+    """Move episode points that are off the navigation mesh or on another floor onto it (reported in
+    ``info["snapped"]`` and logged) instead of refusing the episode."""
+    mesh_tolerance: Annotated[float, Field(ge=0)] = MESH_TOLERANCE
+    """Episode points within this distance (m) of the navigation mesh are moved onto it without an error."""
     backend: str = "auto"
     """``auto`` (habitat-sim when it imports, else MuJoCo), ``mujoco`` or ``habitat_sim``."""
     forward_step: Annotated[float, Field(gt=0)] = 0.25
@@ -121,6 +144,8 @@ class NavConfig:
         if self.task != "multirobot" and self.num_robots != 1:
             raise ValueError(f"task {self.task!r} has one robot; use task='multirobot' for several")
         self.scenes = tuple(self.scenes) if not isinstance(self.scenes, str) else (self.scenes,)
+        if isinstance(self.content_scenes, str):
+            self.content_scenes = (self.content_scenes,)
         if isinstance(self.robot, dict):
             self.robot = RobotSpec(**self.robot)
 
@@ -147,7 +172,31 @@ class NavEnv(gymnasium.Env):
             if self.config.success_distance is not None
             else SUCCESS_DISTANCE[self.config.task]
         )
-        self._dataset = load_episodes(self.config.dataset) if self.config.dataset else None
+        c = self.config
+        self._resolver = SceneResolver(c.scenes_dir, c.scene_map)
+        self._dataset: NavDataset | None = None
+        if c.dataset:
+            self._dataset = NavDataset.load(
+                c.dataset,
+                scenes_dir=c.scenes_dir,
+                scene_map=c.scene_map,
+                content_scenes=c.content_scenes,
+                task=c.task,
+                scene_loader=_scene,
+            )
+            self._resolver = self._dataset.resolver
+            wrong = [ep for ep in self._dataset.episodes if ep.num_robots != c.num_robots]
+            if wrong:
+                raise NavEpisodeError(
+                    f"{c.dataset}: episode {wrong[0].episode_id!r} has {wrong[0].num_robots} robot(s), this "
+                    f"environment {c.num_robots}; set num_robots={wrong[0].num_robots}"
+                )
+        self.category_ids = (
+            self._dataset.category_to_task_category_id
+            if self._dataset is not None
+            else dict(DEFAULT_CATEGORY_IDS)
+        )
+        self.snapped: list[SnapRecord] = []
         self.backend: NavBackend | None = None
         self._scene_ref: str | None = None
         self.episode: NavEpisode | None = None
@@ -155,7 +204,7 @@ class NavEnv(gymnasium.Env):
         self.observation_space = self._observation_space()
         self.action_space = self._action_space()
         # load the first scene now, so that state sizes and spaces are concrete before the first reset
-        self._load_scene(self._dataset[0].scene_id if self._dataset else self.config.scenes[0])
+        self._load_scene(self._dataset.episodes[0].scene_id if self._dataset else self.config.scenes[0])
 
     # ------------------------------------------------------------------ spaces
     def _stack(self, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -180,7 +229,7 @@ class NavEnv(gymnasium.Env):
             high = np.broadcast_to(np.array([np.inf, np.pi], np.float32), self._stack((2,)))
             obs["goal"] = spaces.Box(low.copy(), high.copy(), dtype=np.float32)
         elif c.task == "objectnav":
-            obs["goal"] = spaces.Box(0, len(OBJECTNAV_CATEGORIES) - 1, (1,), np.int64)
+            obs["goal"] = spaces.Box(0, max(self.category_ids.values()), (1,), np.int64)
         else:
             obs["instruction"] = spaces.Box(0, 255, (c.instruction_length,), np.uint8)
         return spaces.Dict(obs)
@@ -218,18 +267,60 @@ class NavEnv(gymnasium.Env):
             **extra,
         )
         self._scene_ref = ref
-
-    def _next_episode(self, options: dict[str, Any]) -> NavEpisode:
-        if "episode" in options:
-            return options["episode"]
         if self._dataset is not None:
-            index = options.get("episode_index", int(self.np_random.integers(len(self._dataset))))
-            return self._dataset[int(index) % len(self._dataset)]
+            c = self.config
+            self._dataset.check_scene(ref, self.pathfinder, snap=c.snap, mesh_tolerance=c.mesh_tolerance)
+
+    def _given_episode(self, value: Any) -> tuple[NavEpisode, list[SnapRecord]]:
+        """``options["episode"]`` (a NavEpisode or a habitat-lab episode dict), resolved and checked."""
+        where = "reset(options['episode'])"
+        c = self.config
+        if isinstance(value, Mapping):
+            goal_sets = self._dataset.goal_sets if self._dataset is not None else {}
+            episode = episode_from_habitat(
+                value, goal_sets=goal_sets, objectnav=c.task == "objectnav", where=where
+            )
+        elif isinstance(value, NavEpisode):
+            episode = value
+        else:
+            raise NavEpisodeError(
+                f"{where} must be a NavEpisode or a habitat-lab episode dict, got {type(value).__name__}"
+            )
+        ref = self._resolver.resolve(episode.scene_id)
+        if ref is None:
+            raise self._resolver.error(where, episode.scene_id)
+        if ref != episode.scene_id:
+            episode = dataclasses.replace(
+                episode, scene_id=ref, habitat_scene_id=episode.habitat_scene_id or episode.scene_id
+            )
+        if episode.task != c.task:
+            raise NavEpisodeError(
+                f"{where}: episode {episode.episode_id!r} is of task {episode.task}, this environment's "
+                f"task is {c.task}; use the environment of task {episode.task!r}"
+            )
+        if episode.task == "objectnav":
+            check_category(episode, self.category_ids, where)
+            categories = _scene(ref).object_categories()
+            if episode.object_category not in categories:
+                raise category_absent_error(episode, categories, where)
+        self._load_scene(ref)
+        return check_episode(
+            episode, self.pathfinder, snap=c.snap, mesh_tolerance=c.mesh_tolerance, where=where
+        )
+
+    def _next_episode(self, options: dict[str, Any]) -> tuple[NavEpisode, list[SnapRecord]]:
+        if "episode" in options:
+            return self._given_episode(options["episode"])
+        if self._dataset is not None:
+            count = len(self._dataset.episodes)
+            index = int(options.get("episode_index", int(self.np_random.integers(count)))) % count
+            self._load_scene(self._dataset.episodes[index].scene_id)  # checks that scene's episodes
+            return self._dataset.episodes[index], self._dataset.snapped.get(index, [])
         scenes = self.config.scenes
         ref = options.get("scene", scenes[int(self.np_random.integers(len(scenes)))])
         self._load_scene(ref)
         rng = np.random.default_rng(int(self.np_random.integers(2**63 - 1)))
-        return sample_episode(
+        episode = sample_episode(
             self.config.task,
             self.pathfinder,
             self.scene,
@@ -238,6 +329,7 @@ class NavEnv(gymnasium.Env):
             self.config.num_robots,
             str(self._episode_count),
         )
+        return episode, []
 
     _episode_count = 0
 
@@ -246,13 +338,14 @@ class NavEnv(gymnasium.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
-        episode = self._next_episode(dict(options or {}))
+        episode, snapped = self._next_episode(dict(options or {}))
         if episode.num_robots != self.config.num_robots:
             raise NavEpisodeError(
                 f"episode {episode.episode_id} has {episode.num_robots} robots, this environment {self.config.num_robots}"
             )
         self._load_scene(episode.scene_id)
         self.episode = episode
+        self.snapped = snapped
         self._episode_count += 1
         self._goal_lists = [np.asarray(g, dtype=np.float64).reshape(-1, 3) for g in episode.goals]
         for i in range(self.config.num_robots):
@@ -267,6 +360,8 @@ class NavEnv(gymnasium.Env):
             info["instruction"] = episode.instruction
         if episode.object_category is not None:
             info["object_category"] = episode.object_category
+        if snapped:
+            info["snapped"] = [record.as_dict() for record in snapped]
         return self._observation(), info
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -372,7 +467,7 @@ class NavEnv(gymnasium.Env):
             phi = wrap_angle(math.atan2(offset[1], offset[0]) - yaw) if rho > 1e-9 else 0.0
             obs["goal"] = np.array([rho, phi], dtype=np.float32)
         elif c.task == "objectnav":
-            obs["goal"] = np.array([OBJECTNAV_CATEGORIES.index(self.episode.object_category)], dtype=np.int64)
+            obs["goal"] = np.array([self.category_ids[self.episode.object_category]], dtype=np.int64)
         else:
             obs["instruction"] = encode_instruction(self.episode.instruction or "", c.instruction_length)
         return obs

@@ -15,33 +15,20 @@ Sampling follows habitat-lab's dataset generators:
 - **Multi-robot**: one PointNav episode per robot; starts 0.6 m and goals 1 m apart, goals with 0.45 m
   of free space around them (a robot parked at its goal leaves room to pass).
 
-Files: habitat-lab's JSON (optionally gzipped) with positions in Habitat's Y-up frame
-(:mod:`embodia.envs.habitat.coords`): PointNav ``{"episodes": [{episode_id, scene_id, start_position,
-start_rotation, info: {geodesic_distance}, goals: [{position, radius}]}]}``; ObjectNav adds
-``object_category`` and the dataset-level ``goals_by_category`` (keyed ``"<scene basename>_<category>"``,
-with ``view_points``) and ``category_to_task_category_id``; VLN adds ``instruction`` (``instruction_text``,
-``instruction_tokens``) and ``reference_path``. Multi-robot episodes use an embodia extension: a list
-``agents`` of ``{start_position, start_rotation, goals, info}``.
+Files: habitat-lab's JSON episode datasets are read and written by :mod:`.habitat_format` (the JSON
+shapes) and :mod:`.datasets` (files, the split layout with ``content/``, scene paths); episodes are
+checked against a scene's navigation mesh by :mod:`.episode_check`. :func:`load_episodes` and
+:func:`save_episodes` are importable from here as well.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from embodia.envs.habitat.coords import (
-    from_habitat_position,
-    habitat_rotation_to_yaw,
-    to_habitat_position,
-    yaw_to_habitat_rotation,
-)
 from embodia.envs.habitat.errors import NavEpisodeError
 from embodia.envs.habitat.instructions import rooms_along, route_instruction
 from embodia.envs.habitat.pathfinder import MultiGoalShortestPath, ShortestPath
@@ -76,9 +63,17 @@ class NavEpisode:
     instruction: str | None = None
     reference_path: list[np.ndarray] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    habitat_scene_id: str | None = None
+    """The scene path the episode had in a habitat-lab file (written back unchanged); ``None`` for
+    episodes made here, which are written as ``embodia/<scene>.glb``."""
+    goal_objects: list[dict[str, Any]] = field(default_factory=list)
+    """ObjectNav: per entry of ``object_ids``, habitat-lab's goal fields other than the view points
+    (``object_name``, ``object_name_id``, ``room_id``, ``room_name``, ``position`` in Habitat's frame),
+    as read from a file; written back where the scene does not know the object."""
 
     @property
     def num_robots(self) -> int:
+        """Robots in the episode (one except multi-robot)."""
         return len(self.start_positions)
 
 
@@ -280,194 +275,14 @@ def sample_episode(
     raise NavEpisodeError(f"unknown navigation task {task!r}; tasks are {TASKS}")
 
 
-# ---------------------------------------------------------------------- habitat-lab JSON
-def _pose(position: np.ndarray, yaw: float) -> dict[str, list[float]]:
-    return {"start_position": to_habitat_position(position), "start_rotation": yaw_to_habitat_rotation(yaw)}
+def __getattr__(name: str) -> Any:
+    # the file functions live in modules that import this one; they are importable from here too
+    if name in ("load_episodes", "save_episodes"):
+        from embodia.envs.habitat import datasets
 
+        return getattr(datasets, name)
+    if name in ("episodes_to_habitat", "episodes_from_habitat"):
+        from embodia.envs.habitat import habitat_format
 
-def _goals_key(scene_id: str, category: str) -> str:
-    return f"{os.path.basename(scene_id)}_{category}"
-
-
-def episodes_to_habitat(episodes: list[NavEpisode], scene: Scene | None = None) -> dict[str, Any]:
-    """habitat-lab's dataset dictionary for ``episodes`` (``scene`` gives ObjectNav goal object positions)."""
-    dataset: dict[str, Any] = {"episodes": []}
-    words: dict[str, int] = {}
-    for ep in episodes:
-        record: dict[str, Any] = {"episode_id": ep.episode_id, "scene_id": ep.scene_id}
-        if ep.task == "multirobot":
-            record["agents"] = [
-                {
-                    **_pose(p, y),
-                    "goals": [{"position": to_habitat_position(g[0]), "radius": None}],
-                    "info": {"geodesic_distance": d},
-                }
-                for p, y, g, d in zip(ep.start_positions, ep.start_yaws, ep.goals, ep.geodesic_distances)
-            ]
-        else:
-            record.update(_pose(ep.start_positions[0], ep.start_yaws[0]))
-            record["info"] = {
-                "geodesic_distance": ep.geodesic_distances[0],
-                **{k: v for k, v in ep.info.items() if k != "rooms"},
-            }
-            record["shortest_paths"] = None
-            record["start_room"] = None
-        if ep.task in ("pointnav", "instructionnav"):
-            radius = SUCCESS_DISTANCE["instructionnav"] if ep.task == "instructionnav" else None
-            record["goals"] = [{"position": to_habitat_position(ep.goals[0][0]), "radius": radius}]
-        if ep.task == "instructionnav":
-            tokens = [
-                words.setdefault(w, len(words))
-                for w in ep.instruction.lower().replace(".", " .").replace(",", " ,").split()
-            ]
-            record["instruction"] = {"instruction_text": ep.instruction, "instruction_tokens": tokens}
-            record["reference_path"] = [to_habitat_position(p) for p in ep.reference_path or []]
-            record["trajectory_id"] = int(ep.episode_id) if ep.episode_id.isdigit() else 0
-            record["info"]["landmark_object_id"] = ep.object_ids[0] if ep.object_ids else None
-            record["info"]["landmark_category"] = ep.object_category
-        if ep.task == "objectnav":
-            record["goals"] = []
-            record["object_category"] = ep.object_category
-            key = _goals_key(ep.scene_id, ep.object_category)
-            goals = dataset.setdefault("goals_by_category", {})
-            if key not in goals:
-                goals[key] = []
-                for k, object_id in enumerate(ep.object_ids):
-                    obj = scene.object(object_id) if scene is not None else None
-                    center = (
-                        (obj.position[0], obj.position[1], obj.position[2] + 0.5 * obj.size[2])
-                        if obj
-                        else ep.goals[0][0]
-                    )
-                    view_points = ep.goals[0][np.asarray(ep.goal_object_of_view_point) == k]
-                    goals[key].append(
-                        {
-                            "object_id": object_id,
-                            "object_name": object_id,
-                            "object_category": ep.object_category,
-                            "position": to_habitat_position(center),
-                            "view_points": [
-                                {
-                                    "agent_state": {
-                                        "position": to_habitat_position(v),
-                                        "rotation": [0.0, 0.0, 0.0, 1.0],
-                                    },
-                                    "iou": 1.0,
-                                }
-                                for v in view_points
-                            ],
-                        }
-                    )
-        dataset["episodes"].append(record)
-    if any(ep.task == "objectnav" for ep in episodes):
-        dataset["category_to_task_category_id"] = {c: i for i, c in enumerate(OBJECTNAV_CATEGORIES)}
-        dataset["category_to_scene_annotation_category_id"] = {
-            c: i for i, c in enumerate(OBJECTNAV_CATEGORIES)
-        }
-    if words:
-        dataset["instruction_vocab"] = {"word_list": sorted(words, key=words.get), "num_vocab": len(words)}
-    return dataset
-
-
-def episodes_from_habitat(dataset: dict[str, Any], where: str = "<dataset>") -> list[NavEpisode]:
-    """Parse habitat-lab's dataset dictionary (PointNav, ObjectNav, VLN, or embodia's multi-robot extension)."""
-    if not isinstance(dataset, dict) or not isinstance(dataset.get("episodes"), list):
-        raise NavEpisodeError(f"{where}: not a habitat-lab episode dataset (no 'episodes' list)")
-    goals_by_category = dataset.get("goals_by_category", {})
-    episodes = []
-    for n, record in enumerate(dataset["episodes"]):
-        try:
-            episodes.append(_episode_from_record(record, goals_by_category))
-        except (KeyError, TypeError, ValueError, IndexError) as error:
-            raise NavEpisodeError(
-                f"{where}: episode #{n} is malformed ({type(error).__name__}: {error})"
-            ) from error
-    return episodes
-
-
-def _episode_from_record(record: dict[str, Any], goals_by_category: dict[str, Any]) -> NavEpisode:
-    episode_id, scene_id = str(record["episode_id"]), str(record["scene_id"])
-    if "agents" in record:
-        agents = record["agents"]
-        return NavEpisode(
-            episode_id,
-            scene_id,
-            "multirobot",
-            [from_habitat_position(a["start_position"]) for a in agents],
-            [habitat_rotation_to_yaw(a["start_rotation"]) for a in agents],
-            [np.array([from_habitat_position(a["goals"][0]["position"])]) for a in agents],
-            [float(a.get("info", {}).get("geodesic_distance", float("nan"))) for a in agents],
-        )
-    start = from_habitat_position(record["start_position"])
-    yaw = habitat_rotation_to_yaw(record["start_rotation"])
-    info = dict(record.get("info") or {})
-    geodesic = float(info.pop("geodesic_distance", float("nan")))
-    if "object_category" in record:
-        category = record["object_category"]
-        objects = goals_by_category.get(_goals_key(scene_id, category), [])
-        if not objects:
-            raise ValueError(f"no goals_by_category entry {_goals_key(scene_id, category)!r}")
-        points, owners = [], []
-        for k, obj in enumerate(objects):
-            for view in obj.get("view_points", []):
-                points.append(from_habitat_position(view["agent_state"]["position"]))
-                owners.append(k)
-        return NavEpisode(
-            episode_id,
-            scene_id,
-            "objectnav",
-            [start],
-            [yaw],
-            [np.array(points).reshape(-1, 3)],
-            [geodesic],
-            object_category=category,
-            object_ids=[str(o["object_id"]) for o in objects],
-            goal_object_of_view_point=owners,
-            info=info,
-        )
-    goal = np.array([from_habitat_position(record["goals"][0]["position"])])
-    if "instruction" in record:
-        return NavEpisode(
-            episode_id,
-            scene_id,
-            "instructionnav",
-            [start],
-            [yaw],
-            [goal],
-            [geodesic],
-            object_category=info.get("landmark_category"),
-            object_ids=[info["landmark_object_id"]] if info.get("landmark_object_id") else [],
-            instruction=str(record["instruction"]["instruction_text"]),
-            reference_path=[from_habitat_position(p) for p in record.get("reference_path") or []],
-            info=info,
-        )
-    return NavEpisode(episode_id, scene_id, "pointnav", [start], [yaw], [goal], [geodesic], info=info)
-
-
-def save_episodes(episodes: list[NavEpisode], path: str | Path, scene: Scene | None = None) -> Path:
-    """Write habitat-lab JSON (gzipped when the name ends in ``.gz``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(episodes_to_habitat(episodes, scene))
-    if path.suffix == ".gz":
-        with gzip.open(path, "wt") as handle:
-            handle.write(text)
-    else:
-        path.write_text(text)
-    return path
-
-
-def load_episodes(path: str | Path) -> list[NavEpisode]:
-    """Read a habitat-lab JSON episode file (``.json`` or ``.json.gz``)."""
-    path = Path(path)
-    if not path.is_file():
-        raise NavEpisodeError(f"no episode file at {str(path)!r}")
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt") as handle:
-                data = json.load(handle)
-        else:
-            data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise NavEpisodeError(f"{path} is not a readable habitat-lab JSON file ({error})") from error
-    return episodes_from_habitat(data, where=str(path))
+        return getattr(habitat_format, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

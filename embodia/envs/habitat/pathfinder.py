@@ -210,13 +210,21 @@ class PathFinder:
     #: (dx, dy) of the four diagonal quadrants, in the order ``_build_visibility_graph`` stacks them
     _QUADRANTS = np.array([(-1, -1), (1, -1), (-1, 1), (1, 1)], dtype=np.float64)
 
-    def _taut(self, vertices: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    #: how far (m) a path's start or goal may lie past the tangent at a vertex: vertices sit 1 cm off the
+    #: eroded boundary, so a point nearer to the boundary than that, along an obstacle's face, is reached
+    #: around the face's corner vertices only with this slack (a pruning rule, so it never shortens a path)
+    ENDPOINT_SLACK = 0.02
+
+    def _taut(self, vertices: np.ndarray, direction: np.ndarray, slack: float = 0.0) -> np.ndarray:
         """Whether a path can bend around vertex ``v`` along ``direction`` leaving it: the line through ``v``
         must keep one of ``v``'s obstacle corners entirely on one side (it is tangent there), which holds
-        iff ``(e_x q_x)(e_y q_y) <= 0`` for that corner's quadrant ``q``."""
+        iff ``(e_x q_x)(e_y q_y) <= 0`` for that corner's quadrant ``q`` - or, with ``slack``, the line
+        passes within ``slack`` of that (for starts and goals next to an obstacle's face)."""
         q = self._QUADRANTS[None, :, :]
         e = direction[:, None, :]
         tangent = (e[..., 0] * q[..., 0]) * (e[..., 1] * q[..., 1]) <= 1e-12
+        if slack > 0.0:
+            tangent = tangent | (np.minimum(np.abs(e[..., 0]), np.abs(e[..., 1])) <= slack)
         return (tangent & self._vertex_quadrants[vertices]).any(axis=1)
 
     # ------------------------------------------------------------------ grid helpers
@@ -390,7 +398,7 @@ class PathFinder:
         if n:
             goal_islands = self._islands_of(goals)
             gi, vj = np.nonzero(goal_islands[:, None] == self.vertex_island[None, :])
-            keep = self._taut(vj, goals[gi] - self.vertices[vj])
+            keep = self._taut(vj, goals[gi] - self.vertices[vj], self.ENDPOINT_SLACK)
             gi, vj = gi[keep], vj[keep]
             if len(gi):
                 visible = self.segments_clear(goals[gi], self.vertices[vj])
@@ -459,7 +467,7 @@ class PathFinder:
             valid[~reachable] = 1e9  # unreachable goals never become visible exits
             goal_distance, via, exit_goal = self._goal_distances(valid)
             in_island = np.nonzero(self.vertex_island == island)[0]
-            in_island = in_island[self._taut(in_island, self.vertices[in_island] - p)]
+            in_island = in_island[self._taut(in_island, self.vertices[in_island] - p, self.ENDPOINT_SLACK)]
             visible = in_island[
                 self.segments_clear(np.repeat(p[None], len(in_island), 0), self.vertices[in_island])
             ]

@@ -59,7 +59,8 @@ def test_episodes_round_trip_through_habitat_lab_json(task, apartment, tmp_path)
     with gzip.open(path, "rt") as handle:
         raw = json.load(handle)
     record = raw["episodes"][0]
-    assert record["scene_id"] == "apartment_0" and record["episode_id"] == "0"
+    # habitat-lab's scene path convention: relative to its scenes directory, as a .glb
+    assert record["scene_id"] == "embodia/apartment_0.glb" and record["episode_id"] == "0"
     if task == "multirobot":
         assert len(record["agents"]) == 2 and set(record["agents"][0]) >= {
             "start_position",
@@ -70,7 +71,7 @@ def test_episodes_round_trip_through_habitat_lab_json(task, apartment, tmp_path)
         assert len(record["start_position"]) == 3 and len(record["start_rotation"]) == 4
         assert record["info"]["geodesic_distance"] == pytest.approx(episodes[0].geodesic_distances[0])
     if task == "objectnav":
-        key = f"apartment_0_{record['object_category']}"
+        key = f"apartment_0.glb_{record['object_category']}"  # habitat-lab's goals_key
         assert key in raw["goals_by_category"] and raw["goals_by_category"][key][0]["view_points"]
         assert raw["category_to_task_category_id"] == {c: i for i, c in enumerate(OBJECTNAV_CATEGORIES)}
     if task == "instructionnav":
