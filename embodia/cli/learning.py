@@ -1,4 +1,4 @@
-"""``embodia train``, ``embodia eval`` and ``embodia bench offline-rl``."""
+"""``embodia train``, ``embodia eval``, ``embodia export`` and ``embodia bench offline-rl``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from embodia.core.cli_args import nonnegative_int, output_file_path, positive_int, seed
+from embodia.core.cli_args import nonnegative_int, output_file_path, positive_float, positive_int, seed
 from embodia.core.errors import EmbodiaError
 
 
@@ -54,8 +54,32 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="actions of each predicted chunk to run before re-planning (1 = receding horizon)",
     )
+    p.add_argument(
+        "--runtime",
+        choices=("auto", "torch", "onnx"),
+        default="auto",
+        help="run the policy's network with torch or its exported model.onnx (default: torch if installed)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "export", help="export a trained policy for robots (--onnx: model.onnx, no torch needed)"
+    )
+    p.add_argument("policy", help="a run directory or a policy folder")
+    p.add_argument(
+        "--onnx",
+        action="store_true",
+        required=True,
+        help="write model.onnx beside config.json, checked against torch in ONNX Runtime",
+    )
+    p.add_argument(
+        "--atol",
+        type=positive_float,
+        default=1e-5,
+        help="largest |onnx - torch| difference of any output value the check accepts (default 1e-5)",
+    )
+    p.set_defaults(func=cmd_export_policy)
 
     p = sub.add_parser("bench", help="reproducible comparisons")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
@@ -123,6 +147,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         video=args.video,
         execute_steps=args.execute_steps,
         progress=not args.json,
+        runtime=args.runtime,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=float))
@@ -132,6 +157,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"{result.env_id}: success {result.success_rate:.1%} ({result.successes}/{result.episodes}), "
             f"95% Wilson interval [{low:.1%}, {high:.1%}], mean return {result.mean_return:.2f}"
         )
+    return 0
+
+
+def cmd_export_policy(args: argparse.Namespace) -> int:
+    from embodia.policies.onnx_export import export_onnx
+
+    path = export_onnx(args.policy, atol=args.atol)
+    record = json.loads((path.parent / "config.json").read_text())["onnx"]
+    print(f"{path} (opset {record['opset']}, max |onnx - torch| = {record['max_abs_diff']:.2g})")
     return 0
 
 

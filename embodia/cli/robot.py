@@ -138,7 +138,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("rate_hz", args.rate_hz), ("trigger", args.trigger)) if v is not None}
     # without --config / --policy the node reads its ROS parameters 'config' / 'policy' (ros2 run, launch)
     config = load_node_config(args.config, overrides) if args.config else None
-    policy = resolve_policy(args.policy) if args.policy else None
+    policy = resolve_policy(args.policy, args.runtime) if args.policy else None
     status = run_policy_node(policy, config, _argv_for_ros(args), duration=args.duration)
     if args.status_out:
         Path(args.status_out).write_text(json.dumps(status, indent=2, default=float))
@@ -231,6 +231,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--rate-hz", type=positive_float, help="override the config's control rate")
     p.add_argument("--trigger", choices=("timer", "observation"), help="override the config's trigger")
+    p.add_argument(
+        "--runtime",
+        choices=("auto", "torch", "onnx"),
+        default="auto",
+        help="run a policy folder's network with torch or ONNX Runtime (auto: torch where installed, else "
+        "model.onnx; export one with `embodia export POLICY --onnx`)",
+    )
     p.add_argument("--duration", type=positive_float, help="stop after this many seconds")
     p.add_argument("--status-out", metavar="OUT.json", help="write the final status (counters, rate) here")
     _ros_args(p)

@@ -6,7 +6,9 @@ array; :class:`embodia.core.chunks.ActionChunker` executes the chunk step by ste
 the robot alike).
 
 A trained policy is a folder with ``config.json`` (whose ``"type"`` names a registered policy class)
-and ``model.safetensors``. :func:`load_policy` never unpickles anything.
+and ``model.safetensors``, and optionally ``model.onnx`` (``embodia export PATH --onnx``), which runs
+through ONNX Runtime without torch (``load_policy(path, runtime="onnx")``). :func:`load_policy` never
+unpickles anything.
 """
 
 from __future__ import annotations
@@ -49,29 +51,44 @@ class RandomPolicy:
 #: modules that register policy types when imported
 _POLICY_MODULES = ("embodia.policies.linear", "embodia.policies.actor_policy")
 
-#: config.json "type" -> loader(folder) -> Policy
-_POLICY_TYPES: dict[str, Callable[[Path], Policy]] = {}
+#: how a policy folder's network may run: ``"torch"`` (model.safetensors), ``"onnx"`` (model.onnx through ONNX
+#: Runtime, no torch) or ``"auto"`` (torch when it is installed, else model.onnx)
+RUNTIMES = ("auto", "torch", "onnx")
+
+#: config.json "type" -> loader(folder, runtime) -> Policy
+_POLICY_TYPES: dict[str, Callable[[Path, str], Policy]] = {}
 
 
-def register_policy_type(name: str, loader: Callable[[Path], Policy]) -> None:
-    """Make folders whose ``config.json`` says ``"type": name`` loadable by :func:`load_policy`."""
+def register_policy_type(name: str, loader: Callable[[Path, str], Policy]) -> None:
+    """Make folders whose ``config.json`` says ``"type": name`` loadable by :func:`load_policy`.
+
+    ``loader(folder, runtime)`` gets ``runtime`` as one of :data:`RUNTIMES`; a type with one way to run
+    (e.g. NumPy only) ignores it.
+    """
     _POLICY_TYPES[name] = loader
 
 
 def _import_policy_modules() -> None:
-    """Import the modules that register policy types (they may need torch)."""
+    """Import the modules that register policy types (none imports torch until a folder is loaded)."""
     import importlib
 
     for module in _POLICY_MODULES:
         importlib.import_module(module)
 
 
-def load_policy(path: str | Path) -> Policy:
-    """Load a trained policy folder (``config.json`` + ``model.safetensors``).
+def load_policy(path: str | Path, runtime: str = "auto") -> Policy:
+    """Load a trained policy folder (``config.json`` + ``model.safetensors`` and / or ``model.onnx``).
+
+    Args:
+        runtime: ``"torch"`` runs model.safetensors, ``"onnx"`` model.onnx through ONNX Runtime (imports no
+            torch), ``"auto"`` torch when it is installed, else model.onnx.
 
     Raises:
-        PolicyError: the folder, its config or its weights are missing, or its type is unknown.
+        PolicyError: the folder, its config or its weights are missing, its type is unknown, or the runtime
+            asked for cannot run it.
     """
+    if runtime not in RUNTIMES:
+        raise PolicyError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
     folder = Path(path)
     config_path = folder / "config.json"
     if not folder.is_dir() or not config_path.is_file():
@@ -94,7 +111,7 @@ def load_policy(path: str | Path) -> Policy:
         known = ", ".join(sorted(_POLICY_TYPES)) or "none registered"
         raise PolicyError(f"{config_path} has policy type {kind!r}, which embodia does not know ({known})")
     try:
-        return _POLICY_TYPES[kind](folder)
+        return _POLICY_TYPES[kind](folder, runtime)
     except PolicyError:
         raise
     except Exception as error:  # a damaged folder: truncated weights, missing tensors or config fields

@@ -4,23 +4,83 @@ Every offline-RL method here (BC, IQL, GCIQL, DEAS) ends in the same kind of net
 observation normalizer and an MLP actor that outputs ``horizon`` actions. This module writes that
 pair to a folder and loads it back as an embodia policy; sequences (``horizon > 1``) are returned as
 ``(horizon, action_dim)`` chunks that :func:`embodia.runner.rollout` executes step by step.
+
+A folder may also hold ``model.onnx`` (``embodia export PATH --onnx``, :mod:`embodia.policies.onnx_export`),
+recorded in config.json under ``"onnx"``; :func:`load_actor_policy` then runs it through ONNX Runtime
+(:mod:`embodia.policies.onnx_policy`) when asked to, or when torch is not installed. This module imports
+no torch at module level: a torch-free robot install imports it to find the ``"actor"`` loader.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from safetensors.torch import load_file, save_file
 
 from embodia.core.errors import PolicyError
 from embodia.core.policy import register_policy_type
-from embodia.policies.networks import Actor, ObsNormalizer
+
+if TYPE_CHECKING:
+    from embodia.policies.networks import Actor, ObsNormalizer
+
+#: the file an ONNX export writes beside config.json
+ONNX_FILE = "model.onnx"
+#: config.json keys that describe the folder's format; every other key is metadata (method, env_id, ...)
+FORMAT_KEYS = ("type", "obs_keys", "obs_dim", "obs_sizes", "action_dim", "horizon", "hidden", "onnx")
+
+
+def actor_meta(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata of a policy folder's config (what ``policy.meta`` holds)."""
+    return {k: v for k, v in config.items() if k not in FORMAT_KEYS}
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file (ties an exported model.onnx to the weights it was exported from)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def torch_available() -> bool:
+    """Whether torch can be imported (checked without importing it; ``sys.modules["torch"] = None`` blocks it)."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"] is not None
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def observation_values(
+    obs: Mapping[str, Any], keys: list[str], dim: int, sizes: list[int] | None = None
+) -> list[np.ndarray]:
+    """Each key's values as a ``(1, n)`` float32 row; the errors of every actor runtime (torch, ONNX).
+
+    Raises:
+        PolicyError: a key is missing, the values do not add up to ``dim``, or a key has the wrong size.
+    """
+    missing = [k for k in keys if k not in obs]
+    if missing:
+        raise PolicyError(f"policy needs observation keys {keys}, the environment gives {sorted(obs)}")
+    values = [np.ascontiguousarray(obs[k], dtype=np.float32).reshape(1, -1) for k in keys]
+    total = sum(v.shape[1] for v in values)
+    if total != dim:
+        raise PolicyError(f"policy expects {dim} observation values, got {total}")
+    for key, value, size in zip(keys, values, sizes or ()):
+        if value.shape[1] != size:
+            raise PolicyError(
+                f"policy expects {size} values for observation key {key!r}, got {value.shape[1]}"
+            )
+    return values
 
 
 class ActorPolicy:
@@ -33,6 +93,9 @@ class ActorPolicy:
         execute_steps: int | None = None,
         meta: Mapping[str, Any] | None = None,
     ):
+        import torch
+
+        self._torch = torch
         self.actor = actor.eval()
         self.normalizer = normalizer.eval()
         self.chunk_size = actor.horizon
@@ -43,18 +106,12 @@ class ActorPolicy:
     def reset(self, seed: int | None = None) -> None:
         pass
 
-    @torch.no_grad()
     def act(self, obs: Mapping[str, Any]) -> np.ndarray:
-        missing = [k for k in self.normalizer.keys if k not in obs]
-        if missing:
-            raise PolicyError(
-                f"policy needs observation keys {self.normalizer.keys}, the environment gives {sorted(obs)}"
-            )
-        batch = {k: torch.as_tensor(np.asarray(obs[k], dtype=np.float32))[None] for k in self.normalizer.keys}
-        x = self.normalizer(batch)
-        if x.shape[1] != self.normalizer.dim:
-            raise PolicyError(f"policy expects {self.normalizer.dim} observation values, got {x.shape[1]}")
-        actions = self.actor(x)[0].numpy().reshape(self.actor.horizon, self.actor.action_dim)
+        torch, keys = self._torch, self.normalizer.keys
+        values = observation_values(obs, keys, self.normalizer.dim, self.normalizer.sizes)
+        with torch.no_grad():
+            x = self.normalizer({k: torch.from_numpy(v) for k, v in zip(keys, values)})
+            actions = self.actor(x)[0].numpy().reshape(self.actor.horizon, self.actor.action_dim)
         return actions[0] if self.actor.horizon == 1 else actions
 
 
@@ -67,7 +124,12 @@ def save_actor_policy(
     execute_steps: int | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a policy folder; files are replaced atomically (weights first, then the config)."""
+    """Write a policy folder; files are replaced atomically (weights first, then the config).
+
+    A ``model.onnx`` exported from earlier weights is removed first (it no longer matches them).
+    """
+    from safetensors.torch import save_file
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {f"actor.{k}": v.detach().contiguous() for k, v in actor.state_dict().items()}
@@ -82,21 +144,39 @@ def save_actor_policy(
         "execute_steps": execute_steps,
         **dict(meta or {}),
     }
+    if normalizer.sizes is not None:
+        config["obs_sizes"] = dict(zip(normalizer.keys, normalizer.sizes))
     weights_tmp, config_tmp = folder / "model.safetensors.tmp", folder / "config.json.tmp"
     save_file(tensors, str(weights_tmp))
     config_tmp.write_text(json.dumps(config, indent=2, default=str))
+    (folder / ONNX_FILE).unlink(missing_ok=True)
     os.replace(weights_tmp, folder / "model.safetensors")
     os.replace(config_tmp, folder / "config.json")
     return folder
 
 
-def load_actor_policy(folder: Path) -> ActorPolicy:
-    config = json.loads((folder / "config.json").read_text())
+def _load_torch_actor(folder: Path, config: dict[str, Any]) -> ActorPolicy:
+    """The folder's safetensors weights in torch modules."""
+    if not torch_available():
+        raise PolicyError(
+            f"runtime 'torch' needs torch, which is not installed; load {str(folder)!r} with runtime='onnx' "
+            f"(after `embodia export {folder} --onnx` on a machine with torch)"
+        )
+    from safetensors.torch import load_file
+
+    from embodia.policies.networks import Actor, ObsNormalizer
+
     weights = folder / "model.safetensors"
     if not weights.is_file():
         raise PolicyError(f"{folder} has config.json but no model.safetensors; the export was interrupted")
     tensors = load_file(str(weights))
-    normalizer = ObsNormalizer(config["obs_keys"], tensors["obs.mean"].numpy(), tensors["obs.std"].numpy())
+    sizes = config.get("obs_sizes")
+    normalizer = ObsNormalizer(
+        config["obs_keys"],
+        tensors["obs.mean"].numpy(),
+        tensors["obs.std"].numpy(),
+        sizes=[sizes[k] for k in config["obs_keys"]] if isinstance(sizes, dict) else None,
+    )
     actor = Actor(config["obs_dim"], config["action_dim"], config["horizon"], tuple(config["hidden"]))
     try:
         actor.load_state_dict(
@@ -104,12 +184,37 @@ def load_actor_policy(folder: Path) -> ActorPolicy:
         )
     except RuntimeError as error:
         raise PolicyError(f"{weights} does not match its config.json ({error})") from error
-    meta = {
-        k: v
-        for k, v in config.items()
-        if k not in ("type", "obs_keys", "obs_dim", "action_dim", "horizon", "hidden")
-    }
-    return ActorPolicy(actor, normalizer, config.get("execute_steps"), meta)
+    return ActorPolicy(actor, normalizer, config.get("execute_steps"), actor_meta(config))
+
+
+def _auto_runtime(folder: Path, config: Mapping[str, Any]) -> str:
+    """torch when it is installed and the folder has its weights, else the exported model.onnx."""
+    has_torch = torch_available()
+    if has_torch and (folder / "model.safetensors").is_file():
+        return "torch"
+    if isinstance(config.get("onnx"), dict) and (folder / ONNX_FILE).is_file():
+        return "onnx"
+    if has_torch:
+        return "torch"  # says that the weights are missing
+    raise PolicyError(
+        f"{str(folder)!r} has no model.onnx and torch is not installed to run model.safetensors; export the "
+        f"policy with `embodia export {folder} --onnx` on a machine with torch"
+    )
+
+
+def load_actor_policy(folder: Path, runtime: str = "auto") -> Any:
+    """Load an ``"actor"`` folder with torch (:class:`ActorPolicy`) or ONNX Runtime (``OnnxActorPolicy``).
+
+    ``runtime``: ``"torch"``, ``"onnx"`` or ``"auto"`` (torch when installed, else model.onnx).
+    """
+    config = json.loads((folder / "config.json").read_text())
+    if runtime == "auto":
+        runtime = _auto_runtime(folder, config)
+    if runtime == "onnx":
+        from embodia.policies.onnx_policy import load_onnx_actor_policy
+
+        return load_onnx_actor_policy(folder, config)
+    return _load_torch_actor(folder, config)
 
 
 register_policy_type("actor", load_actor_policy)

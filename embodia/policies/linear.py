@@ -57,7 +57,8 @@ class LinearPolicy:
         return folder
 
 
-def load_linear_policy(folder: Path) -> LinearPolicy:
+def load_linear_policy(folder: Path, runtime: str = "auto") -> LinearPolicy:
+    """Load a ``"linear"`` folder; NumPy only, so every ``runtime`` runs it the same way."""
     config = json.loads((folder / "config.json").read_text())
     weights_path = folder / "model.safetensors"
     if not weights_path.is_file():

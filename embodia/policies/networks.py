@@ -29,11 +29,18 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, layer_norm: bool = Tru
 
 
 class ObsNormalizer(nn.Module):
-    """Concatenates observation keys into one vector and standardizes it with dataset statistics."""
+    """Concatenates observation keys into one vector and standardizes it with dataset statistics.
 
-    def __init__(self, keys: Sequence[str], mean: np.ndarray, std: np.ndarray) -> None:
+    ``sizes`` (values per key, flattened) is known when fitted or loaded from a folder that records it;
+    the ONNX export needs it to give each key its own graph input.
+    """
+
+    def __init__(
+        self, keys: Sequence[str], mean: np.ndarray, std: np.ndarray, sizes: Sequence[int] | None = None
+    ) -> None:
         super().__init__()
         self.keys = list(keys)
+        self.sizes = None if sizes is None else [int(n) for n in sizes]
         self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
         self.register_buffer("std", torch.as_tensor(np.maximum(std, 1e-3), dtype=torch.float32))
 
@@ -43,10 +50,9 @@ class ObsNormalizer(nn.Module):
 
     @classmethod
     def fit(cls, keys: Sequence[str], arrays: Mapping[str, np.ndarray]) -> ObsNormalizer:
-        flat = np.concatenate(
-            [np.asarray(arrays[k], dtype=np.float32).reshape(len(arrays[k]), -1) for k in keys], 1
-        )
-        return cls(keys, flat.mean(0), flat.std(0))
+        parts = [np.asarray(arrays[k], dtype=np.float32).reshape(len(arrays[k]), -1) for k in keys]
+        flat = np.concatenate(parts, 1)
+        return cls(keys, flat.mean(0), flat.std(0), sizes=[p.shape[1] for p in parts])
 
     def forward(self, obs: Mapping[str, torch.Tensor]) -> torch.Tensor:
         x = torch.cat([obs[k].reshape(obs[k].shape[0], -1).float() for k in self.keys], dim=-1)

@@ -142,7 +142,7 @@ def export_policy(learner: Learner, folder: Path, meta: dict[str, Any]) -> Actor
     )
     from embodia.policies.actor_policy import load_actor_policy
 
-    return load_actor_policy(folder)
+    return load_actor_policy(folder, "torch")
 
 
 def train(

@@ -63,9 +63,12 @@ class PolicyController:
         self.filter = CommandFilter(cfg.command.limits())
         self.chunks = ActionChunker(self.policy, (cfg.command.size,))  # the episode runner's, too
         self.rejected: dict[str, int] = {o.topic: 0 for o in cfg.observations}
-        self.counters.update(ticks=0, policy_steps=0, safe_stops=0, stale=0, policy_error=0, resets=0)
+        self.counters.update(
+            ticks=0, policy_steps=0, safe_stops=0, stale=0, policy_error=0, resets=0, repeats=0, late_resets=0
+        )
         self._stale = False
-        self._last_stamp: int | None = None
+        self._answered: TickResult | None = None  # the last policy command and the stamp it answered
+        self._answered_obs: dict[str, Any] | None = None  # the observation it answered
 
     # ------------------------------------------------------------------ inputs
     def observe(self, index: int, msg: Any, now: float) -> None:
@@ -96,11 +99,23 @@ class PolicyController:
                 ),
             )
 
-    def reset(self, seed: int | None = None) -> None:
-        """A new episode: reset the policy (with ``seed``) and drop the current chunk."""
+    def reset(self, seed: int | None = None, stamp_ns: int | None = None) -> None:
+        """A new episode: reset the policy (with ``seed``) and drop the current chunk.
+
+        ``stamp_ns`` is the stamp of the episode's first observation (the simulator bridge sends it). When that
+        observation was already answered (its message overtook the episode event), the new episode's plan is
+        made from it now and its first action counted as done, so the next step continues that plan as a
+        rollout does; the late event is counted (``late_resets``, in the status).
+        """
         self.policy.reset(seed=seed)
         self.chunks.reset()
         self.counters["resets"] += 1
+        answered, self._answered = self._answered, None
+        if stamp_ns is not None and answered is not None and answered.stamp_ns == stamp_ns:
+            self.counters["late_resets"] += 1
+            if self._answered_obs is not None:
+                self.chunks.next_action(self._answered_obs)
+                self._answered = answered
 
     # ------------------------------------------------------------------ assembly
     def observation(self) -> dict[str, Any] | None:
@@ -151,6 +166,7 @@ class PolicyController:
             self.counters["stale"] += 1
             self.counters["safe_stops"] += 1
             self.chunks.reset()  # never resume a plan made before the observations went stale
+            self._answered = None
             self._stale = True
             return TickResult(self.filter.safe_command(), "stale", None, f"stale: {', '.join(report.stale)}")
         self._stale = False
@@ -158,6 +174,14 @@ class PolicyController:
         stamp = self._observation_stamp()
         for latest in self._latest:
             latest.fresh = False
+        answered = self._answered
+        lockstep = self.config.trigger == "observation"
+        if lockstep and stamp is not None and answered is not None and answered.stamp_ns == stamp:
+            # the same observation again (a lockstep simulator republishes it when it saw no command): the
+            # same answer, and the plan does not move on (a chunk's next action belongs to the next step;
+            # with the timer trigger a chunk plays on in time, whatever the observations do)
+            self.counters["repeats"] += 1
+            return answered
         try:
             raw = self.chunks.next_action(obs)
         except Exception as error:  # a policy that raises must not stop the robot's safety loop
@@ -175,7 +199,9 @@ class PolicyController:
             return TickResult(
                 result.command, result.fault, stamp, f"policy output {np.asarray(raw).tolist()}"
             )
-        return TickResult(result.command, result.fault or "policy", stamp)
+        answer = TickResult(result.command, result.fault or "policy", stamp)
+        self._answered, self._answered_obs = answer, obs
+        return answer
 
     @property
     def ever_observed(self) -> bool:

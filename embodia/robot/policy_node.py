@@ -40,15 +40,16 @@ from embodia.robot.errors import MessageError
 from embodia.robot.rate import RateController
 
 
-def resolve_policy(spec: Any) -> Any:
-    """A policy object, a policy folder (``embodia.load_policy``) or ``module:factory`` (called with no arguments)."""
+def resolve_policy(spec: Any, runtime: str = "auto") -> Any:
+    """A policy object, a policy folder (``embodia.load_policy`` with ``runtime``: ``auto``, ``torch`` or
+    ``onnx``) or ``module:factory`` (called with no arguments)."""
     if not isinstance(spec, str | Path):
         return spec
     text = str(spec)
     if Path(text).exists() or ":" not in text:
         from embodia.core.policy import load_policy
 
-        return load_policy(text)
+        return load_policy(text, runtime=runtime)
     module_name, _, attr = text.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attr)
@@ -78,6 +79,7 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
             config = check_node_config(config)
         super().__init__(name, **node_kwargs)
         policy_param = ros.declare(self, "policy", "")
+        runtime = ros.declare(self, "runtime", "auto")  # a folder's network: auto | torch | onnx
         config_param = ros.declare(self, "config", "")
         overrides = {}
         for key in ("rate_hz", "trigger", "watchdog_timeout"):
@@ -93,7 +95,7 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
         if not isinstance(config, PolicyNodeConfig):
             config = load_node_config(config, overrides)
         self.config = config
-        self.policy = resolve_policy(policy)
+        self.policy = resolve_policy(policy, runtime)
         if config.torch_threads is not None and "torch" in sys.modules:
             # one intra-op thread: a 2x256 MLP answers in ~0.1 ms instead of waiting for a busy worker thread
             sys.modules["torch"].set_num_threads(int(config.torch_threads))
@@ -104,6 +106,10 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
         cmd = config.command
         self._command_publisher = self.create_publisher(message_class(cmd.type), cmd.topic, qos)
         self._status_publisher = self.create_publisher(message_class("String"), "~/status", qos)
+        if (
+            config.reset_topic
+        ):  # created first: in a wait cycle that also holds observations, it is taken first
+            self.create_subscription(message_class("String"), config.reset_topic, self._on_episode, qos)
         self._obs_subscriptions = []
         for index, topic in enumerate(config.observations):
             self._obs_subscriptions.append(
@@ -111,8 +117,6 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
                     message_class(topic.type), topic.topic, self._make_callback(index), qos
                 )
             )
-        if config.reset_topic:
-            self.create_subscription(message_class("String"), config.reset_topic, self._on_episode, qos)
         self._last_status = time.monotonic()
         self._last_reason = "policy"
         self.published = 0
@@ -146,8 +150,11 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
             self.get_logger().warning(f"ignored episode event that is not JSON: {msg.data[:80]!r}")
             return
         if isinstance(event, dict) and event.get("event") == "start":
-            seed = event.get("seed")
-            self.controller.reset(seed=int(seed) if seed is not None else None)
+            seed, stamp = event.get("seed"), event.get("stamp_ns")
+            self.controller.reset(
+                seed=int(seed) if seed is not None else None,
+                stamp_ns=int(stamp) if stamp is not None else None,
+            )
 
     def _on_tick(self, now: float) -> None:
         # Before the first observation nothing was commanded, so there is nothing to stop: publishing

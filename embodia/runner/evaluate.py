@@ -64,12 +64,15 @@ class EvalResult:
         return out
 
 
-def resolve_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
-    """A policy folder, or a run directory (its ``policy/`` folder); returns the policy and its metadata."""
+def resolve_policy(path: str | Path, runtime: str = "auto") -> tuple[Policy, dict[str, Any]]:
+    """A policy folder, or a run directory (its ``policy/`` folder); returns the policy and its metadata.
+
+    ``runtime``: how its network runs (``"auto"``, ``"torch"``, ``"onnx"``; see :func:`load_policy`).
+    """
     path = Path(path)
     if (path / "policy" / "config.json").is_file():
         path = path / "policy"
-    policy = load_policy(path)
+    policy = load_policy(path, runtime=runtime)
     return policy, dict(getattr(policy, "meta", {}))
 
 
@@ -86,6 +89,7 @@ def evaluate_policy(
     video: str | Path | None = None,
     execute_steps: int | None = None,
     progress: bool = False,
+    runtime: str = "auto",
 ) -> EvalResult:
     """Run ``episodes`` episodes for each seed ``s`` in ``seeds`` (episode seeds ``s * seed_stride + i``).
 
@@ -95,10 +99,12 @@ def evaluate_policy(
         metrics: ``info`` keys averaged per episode from its last step (Habitat: :data:`NAV_METRICS`).
         execute_steps: how many actions of each predicted chunk run before the policy is queried again
             (1 = receding horizon; sets ``policy.execute_steps``; default: the policy's own setting).
+        runtime: how a policy folder's network runs: ``"torch"``, ``"onnx"`` (its exported model.onnx
+            through ONNX Runtime) or ``"auto"`` (see :func:`embodia.core.policy.load_policy`).
     """
     meta: dict[str, Any] = {}
     if isinstance(policy, Path) or (isinstance(policy, str) and policy not in ("expert", "random")):
-        policy, meta = resolve_policy(policy)
+        policy, meta = resolve_policy(policy, runtime)
     if execute_steps is not None:
         chunk = int(getattr(policy, "chunk_size", 1))
         if chunk <= 1:

@@ -208,3 +208,23 @@ def test_cli_reports_a_bad_node_config_in_one_line(tmp_path, cli):
     assert result.returncode == 2
     assert "node.yaml: observations: List should have at least 1 item" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_lockstep_answers_a_repeated_observation_the_same_and_recovers_a_late_episode_event():
+    policy = _ChunkPolicy()
+    ctrl = PolicyController(policy, node_config_from_dict(CONFIG))  # observation trigger: lockstep
+    _observe(ctrl, [0, 0], [0, 0], 1, now=0.0)
+    first = ctrl.tick(0.0).command.tolist()
+    _observe(ctrl, [0, 0], [0, 0], 1, now=0.6)  # the simulator republished the same observation
+    assert ctrl.complete() and ctrl.tick(0.6).command.tolist() == first and ctrl.counters["repeats"] == 1
+    _observe(ctrl, [0, 0], [0, 0], 2, now=0.7)
+    assert ctrl.tick(0.7).command.tolist() == [0.125, 0.125]  # the plan moved on by one step only
+    # a new episode whose first observation (stamp 3) overtook its start event
+    _observe(ctrl, [0, 0], [0, 0], 3, now=0.8)
+    stale = ctrl.tick(0.8).command.tolist()
+    assert stale == [0.125, 0.25]  # the old plan's last row: the event had not arrived yet
+    ctrl.reset(seed=5, stamp_ns=3)
+    assert ctrl.counters["late_resets"] == 1 and policy.seeds[-1] == 5
+    _observe(ctrl, [0, 0], [0, 0], 4, now=0.9)
+    # the new plan was made from the stamp-3 observation; its second row answers stamp 4, as in a rollout
+    assert ctrl.tick(0.9).command.tolist() == [0.25, 0.125]

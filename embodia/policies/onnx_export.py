@@ -1,0 +1,248 @@
+"""Export a trained policy folder to ONNX (``embodia export PATH --onnx``), checked against torch.
+
+Every trainable policy (BC with and without chunks, IQL, GCIQL, DEAS) is an ``"actor"`` folder: an
+observation normaliser and an MLP actor (:mod:`embodia.policies.actor_policy`). The exported graph holds
+both:
+
+- inputs: one per observation key, named by the key, float32, ``(batch, values)`` (the key's values
+  flattened; ``batch`` dynamic);
+- concatenation, ``(x - mean) / std``, the actor's MLP and tanh;
+- output ``action``: ``(batch, action_dim)`` for single actions, ``(batch, horizon, action_dim)`` for chunks.
+
+The exporter is torch's ``torch.export``-based one (``torch.onnx.export(..., dynamo=True)``, which needs
+onnxscript), at opset :data:`OPSET`. ``check=True`` runs the graph in ONNX Runtime and the folder's policy
+in torch on the same inputs (the normaliser's mean, values a few standard deviations around it, and
+arbitrary ones), one batch and one single observation, and refuses the export if any output differs by
+more than ``atol``. The model is written to ``model.onnx.tmp``, checked, renamed to ``model.onnx``; then
+config.json gains ``"onnx": {"file", "opset", "max_abs_diff", "atol", "weights_sha256", ...}``, which
+readers of the other keys ignore and which ties the model to the weights it came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import logging
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from embodia.core.errors import PolicyError
+from embodia.core.policy import load_policy
+from embodia.policies.actor_policy import ONNX_FILE, ActorPolicy, file_sha256
+from embodia.policies.onnx_policy import OUTPUT_NAME
+
+if TYPE_CHECKING:
+    import torch
+
+#: ONNX opset of exported graphs (LayerNormalization needs 17; ONNX Runtime >= 1.14 runs 18)
+OPSET = 18
+#: the packages the export needs besides torch
+_EXPORT_PACKAGES = {
+    "onnx": "onnx==1.23.2",
+    "onnxscript": "onnxscript==0.7.2",
+    "onnxruntime": "onnxruntime==1.32.0",
+}
+
+
+def policy_folder(path: str | Path) -> Path:
+    """A policy folder, or a run directory's ``policy/`` folder (as ``embodia eval`` accepts)."""
+    path = Path(path)
+    if (path / "policy" / "config.json").is_file():
+        return path / "policy"
+    return path
+
+
+def _graph_module(policy: ActorPolicy) -> torch.nn.Module:
+    """The policy's normaliser and actor as one module with one tensor argument per observation key."""
+    import torch
+
+    normalizer, actor = policy.normalizer, policy.actor
+
+    class PolicyGraph(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.normalizer, self.actor = normalizer, actor
+
+        def forward(self, *values: torch.Tensor) -> torch.Tensor:
+            x = self.normalizer(dict(zip(self.normalizer.keys, values)))
+            out = self.actor(x)
+            if self.actor.horizon == 1:
+                return out
+            return out.reshape(out.shape[0], self.actor.horizon, self.actor.action_dim)
+
+    return PolicyGraph().eval()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence the exporter's progress lines, warnings and log records (errors still raise)."""
+    loggers = [
+        logging.getLogger(name) for name in ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript")
+    ]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _export(module: torch.nn.Module, keys: list[str], sizes: list[int], out: Path) -> None:
+    import torch
+
+    batch = torch.export.Dim("batch")
+    example = tuple(torch.zeros(2, n) for n in sizes)  # batch 2: sizes 0 and 1 would be specialised
+    try:
+        with _quiet(), torch.no_grad():
+            program = torch.onnx.export(
+                module,
+                example,
+                dynamo=True,
+                opset_version=OPSET,
+                input_names=keys,
+                output_names=[OUTPUT_NAME],
+                dynamic_shapes=(tuple({0: batch} for _ in sizes),),
+                optimize=True,
+                verbose=False,
+            )
+            program.save(str(out), external_data=False)
+    except Exception as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise PolicyError(
+            f"torch could not export the policy to ONNX: {type(error).__name__}: {first}"
+        ) from None
+
+
+def _inputs(policy: ActorPolicy, samples: int, seed: int = 0) -> np.ndarray:
+    """``(rows, obs_dim)`` float32: the mean, values around it, and arbitrary values."""
+    rng = np.random.default_rng(seed)
+    mean = policy.normalizer.mean.numpy().astype(np.float64)
+    std = policy.normalizer.std.numpy().astype(np.float64)
+    near = mean + std * rng.normal(0.0, 2.0, (max(samples // 2, 1), mean.size))
+    wide = rng.uniform(-10.0, 10.0, (max(samples - len(near) - 1, 1), mean.size)) * np.maximum(std, 1.0)
+    return np.concatenate([mean[None], near, wide]).astype(np.float32)
+
+
+def _max_difference(
+    policy: ActorPolicy, module: torch.nn.Module, model: Path, sizes: list[int], samples: int
+) -> float:
+    """Largest ``|onnx - torch|`` over a batch of inputs and a single one (inf if ONNX gives non-finite)."""
+    import torch
+
+    from embodia.policies.onnx_policy import inference_session
+
+    session = inference_session(model, threads=1)
+    flat = _inputs(policy, samples)
+    split = np.split(flat, np.cumsum(sizes)[:-1], axis=1)
+    worst = 0.0
+    for rows in (slice(None), slice(0, 1)):  # a batch, and one observation (batch dimension 1)
+        parts = [np.ascontiguousarray(p[rows]) for p in split]
+        (got,) = session.run([OUTPUT_NAME], dict(zip(policy.normalizer.keys, parts)))
+        with torch.no_grad():
+            want = module(*(torch.from_numpy(p) for p in parts)).numpy()
+        if got.shape != want.shape:
+            raise PolicyError(
+                f"the exported model outputs shape {got.shape}, torch {want.shape}; report this bug"
+            )
+        if not np.isfinite(got).all():
+            return float("inf")
+        worst = max(worst, float(np.abs(got.astype(np.float64) - want).max()))
+    return worst
+
+
+def _obs_sizes(folder: Path, config: dict[str, Any]) -> list[int]:
+    keys, total = list(config["obs_keys"]), int(config["obs_dim"])
+    recorded = config.get("obs_sizes")
+    if isinstance(recorded, dict) and set(recorded) == set(keys):
+        sizes = [int(recorded[k]) for k in keys]
+        if sum(sizes) == total:
+            return sizes
+    if len(keys) == 1:
+        return [total]
+    raise PolicyError(
+        f"{folder}/config.json does not record how many of its {total} observation values each key {keys} has; "
+        'add "obs_sizes": {' + ", ".join(f'"{k}": N' for k in keys) + "} to it and export again"
+    )
+
+
+def _write_config(folder: Path, config: dict[str, Any]) -> None:
+    tmp = folder / "config.json.tmp"
+    tmp.write_text(json.dumps(config, indent=2, default=str))
+    os.replace(tmp, folder / "config.json")
+
+
+def export_onnx(policy_dir: str | Path, *, check: bool = True, atol: float = 1e-5, samples: int = 64) -> Path:
+    """Write ``model.onnx`` beside the policy's ``config.json`` and record it there; returns its path.
+
+    Args:
+        policy_dir: a policy folder or a run directory (its ``policy/`` folder).
+        check: compare ONNX Runtime's outputs with torch's (``samples`` inputs) before keeping the model.
+        atol: the largest absolute difference of any output value that passes the check.
+
+    Raises:
+        PolicyError: not a policy folder, not an exportable type, damaged weights, a missing export package,
+            or outputs that differ by more than ``atol`` (the largest difference is named).
+    """
+    if not atol > 0 or not np.isfinite(atol):
+        raise PolicyError(f"atol must be a finite number > 0, got {atol}")
+    if samples < 1:
+        raise PolicyError(f"samples must be >= 1, got {samples}")
+    missing = [pin for name, pin in _EXPORT_PACKAGES.items() if importlib.util.find_spec(name) is None]
+    if missing:
+        raise PolicyError(f"ONNX export needs {', '.join(missing)}: pip install {' '.join(missing)}")
+    folder = policy_folder(policy_dir)
+    weights = folder / "model.safetensors"
+    # hashed before loading: weights replaced meanwhile (a training checkpoint) make the model refused, not wrong
+    weights_sha256 = file_sha256(weights) if weights.is_file() else None
+    policy = load_policy(folder, runtime="torch")  # one-line errors for a missing / damaged / unknown folder
+    config = json.loads((folder / "config.json").read_text())
+    if not isinstance(policy, ActorPolicy):
+        raise PolicyError(
+            f"{str(folder)!r} is a {config.get('type')!r} policy; only trained actor policies (`embodia train`) "
+            "export to ONNX"
+        )
+    import torch
+
+    keys = list(policy.normalizer.keys)
+    sizes = _obs_sizes(folder, config)
+    module = _graph_module(policy)
+    tmp = folder / f"{ONNX_FILE}.tmp"
+    try:
+        _export(module, keys, sizes, tmp)
+        with torch.no_grad():
+            diff = _max_difference(policy, module, tmp, sizes, samples) if check else None
+        if diff is not None and not diff <= atol:
+            raise PolicyError(
+                f"the ONNX model differs from torch by up to {diff:.3g} (> atol {atol:g}); model.onnx not written, "
+                "pass a larger atol (--atol) if that is acceptable"
+            )
+        os.replace(tmp, folder / ONNX_FILE)
+    finally:
+        tmp.unlink(missing_ok=True)
+    config["onnx"] = {
+        "file": ONNX_FILE,
+        "opset": OPSET,
+        "max_abs_diff": diff,
+        "atol": atol if check else None,
+        "inputs": dict(zip(keys, sizes)),
+        "output": OUTPUT_NAME,
+        "exporter": f"torch {torch.__version__} (dynamo)",
+        "weights_sha256": weights_sha256,
+    }
+    _write_config(folder, config)
+    return folder / ONNX_FILE
