@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.embodia-installed
 # the first Python 3.12 found: on PATH, under pyenv, or in /usr/local (override: make PYTHON_ROBOT=/path/python3.12)
 PYTHON_ROBOT ?= $(shell for p in python3.12 "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.12*/bin/python3.12 \
-  /usr/local/bin/python3.12; do "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null \
+  /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null \
   && { echo "$$p"; break; }; done)
 ROBOT_VENV   := .venv-robot
 ROBOT_STAMP  := $(ROBOT_VENV)/.embodia-installed
