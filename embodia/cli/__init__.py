@@ -54,14 +54,14 @@ def run_handler(handler, args) -> int:  # noqa: ANN001  (any cmd_* function and 
     err = Console(stderr=True)
     try:
         return int(handler(args) or 0)
+    except EmbodiaError as error:  # the message is printed as is: '[a, b]' in it is text, not rich markup
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        return 2
     except ModuleNotFoundError as error:  # an optional part of embodia that is not installed
         missing = missing_extra(error)
         if missing is None:
             raise
         err.print(f"[red]error:[/red] {escape(str(missing))}", highlight=False, soft_wrap=True)
-        return 2
-    except EmbodiaError as error:  # the message is printed as is: '[a, b]' in it is text, not rich markup
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from embodia.core.cli_args import nonnegative_float, output_file_path, positive_float, positive_int, seed
+from embodia.core.cli_args import (
+    add_parallel_arguments,
+    nonnegative_float,
+    output_file_path,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +31,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--max-steps", type=positive_int, help="episode length (default: 1000)")
     p.add_argument("--overwrite", action="store_true")
+    add_parallel_arguments(p)
     p.set_defaults(func=cmd_generate)
 
     p = data_sub.add_parser("import", help="import an official OGBench .npz dataset")
@@ -81,6 +89,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         task_id=args.task_id,
         max_steps=args.max_steps,
         overwrite=args.overwrite,
+        workers=args.workers,
+        ray_address=args.ray_address,
         progress=True,
     )
     store = TrajectoryStore(args.out)

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from embodia.core.cli_args import (
+    add_parallel_arguments,
+    add_vector_arguments,
     nonnegative_float,
     output_file_path,
     parse_kwargs,
@@ -68,6 +70,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         video=args.video,
         max_steps=args.max_steps,
         env_kwargs=env_kwargs,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        num_envs=args.num_envs,
+        vector_mode=args.vector_mode,
         progress=not args.quiet and not args.json,
     )
     if args.json:
@@ -94,6 +100,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"recorded {len(result.episodes)} episodes to {args.record}")
         if args.video:
             console.print(f"video: {args.video}")
+        if result.workers:
+            workers = Table(title=f"{len(result.workers)} workers")
+            for column in ("worker (host:pid)", "episodes", "steps", "seconds"):
+                workers.add_column(column, justify="right")
+            for name, row in sorted(result.workers.items()):
+                workers.add_row(name, str(row["episodes"]), str(row["steps"]), f"{row['seconds']:.1f}")
+            console.print(workers)
     if result.interrupted:
         err_console.print(f"interrupted after {len(result.episodes)} finished episodes (all of them saved)")
         return 130
@@ -236,6 +249,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--env-kwarg", action="append", default=[], metavar="KEY=VALUE", help="environment argument"
     )
+    add_parallel_arguments(p)
+    add_vector_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)

@@ -6,7 +6,15 @@ import argparse
 import json
 from typing import Any
 
-from embodia.core.cli_args import nonnegative_int, output_file_path, positive_float, positive_int, seed
+from embodia.core.cli_args import (
+    add_parallel_arguments,
+    add_vector_arguments,
+    nonnegative_int,
+    output_file_path,
+    positive_float,
+    positive_int,
+    seed,
+)
 from embodia.core.errors import EmbodiaError
 
 
@@ -61,6 +69,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="run the policy's network with torch or its exported model.onnx (default: torch if installed)",
     )
     p.add_argument("--json", action="store_true")
+    add_parallel_arguments(p)
+    add_vector_arguments(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser(
@@ -94,6 +104,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--methods", nargs="+", choices=methods, help="subset of the methods")
     q.add_argument("--episodes", type=positive_int, help="dataset episodes per environment")
     q.add_argument("--eval-episodes", type=nonnegative_int)
+    add_parallel_arguments(q)
     q.set_defaults(func=cmd_bench_offline_rl)
 
 
@@ -146,6 +157,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         record=args.record,
         video=args.video,
         execute_steps=args.execute_steps,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        num_envs=args.num_envs,
+        vector_mode=args.vector_mode,
         progress=not args.json,
         runtime=args.runtime,
     )
@@ -200,7 +215,7 @@ def cmd_bench_offline_rl(args: argparse.Namespace) -> int:
         config.cases = [known[family] for family in args.families]
     if config.steps <= 0:
         raise EmbodiaError("--steps must be positive")
-    summary = run_comparison(config, progress=True)
+    summary = run_comparison(config, progress=True, workers=args.workers, ray_address=args.ray_address)
     from embodia.policies.comparison import markdown
 
     print(markdown(summary["rows"], config))

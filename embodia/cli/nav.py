@@ -15,7 +15,7 @@ import json
 
 import numpy as np
 
-from embodia.core.cli_args import output_file_path, positive_float, positive_int, seed
+from embodia.core.cli_args import add_parallel_arguments, output_file_path, positive_float, positive_int, seed
 
 _TASK_IDS = {
     "pointnav": "embodia/Nav-PointNav-v0",
@@ -104,6 +104,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         seed_stride=1,  # episode i has seed SEED + i, as `embodia run`
         env_kwargs={"sensors": args.sensors, "action_mode": args.action_mode},
         metrics=NAV_METRICS,
+        workers=args.workers,
+        ray_address=args.ray_address,
         progress=not args.json,
     )
     if args.json:
@@ -166,4 +168,5 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--sensors", default="none", choices=("rgbd", "rgb", "depth", "none"))
     ev.add_argument("--action-mode", default="discrete", choices=("discrete", "velocity"))
     ev.add_argument("--json", action="store_true")
+    add_parallel_arguments(ev)
     ev.set_defaults(func=cmd_eval)

@@ -84,3 +84,35 @@ def output_file_path(text: str) -> str:
     except OutputPathError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
+
+
+def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--workers N`` and ``--ray-address ADDR``: run independent episodes or runs on Ray."""
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="parallel workers on Ray (default 1: no Ray); without --ray-address a local Ray uses this machine",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="an existing Ray cluster (host:port, ray://host:10001, or 'auto'); default: $RAY_ADDRESS",
+    )
+
+
+def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--num-envs K`` and ``--vector-mode sync|async``: step several environments with one batched forward pass."""
+    parser.add_argument(
+        "--num-envs",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="step K environments together (gymnasium vector env), one batched policy call per step",
+    )
+    parser.add_argument(
+        "--vector-mode",
+        choices=("sync", "async"),
+        default="sync",
+        help="sync: the K environments in this process; async: one process each (default sync)",
+    )

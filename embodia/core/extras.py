@@ -1,8 +1,8 @@
 """Which optional part of embodia a third-party module belongs to, so that a missing one is one clear line.
 
 embodia installs in parts (``pyproject.toml``): the base (``import embodia``, the command line), ``robot``
-(ROS 2, ONNX Runtime, bags: no torch), ``sim`` (simulators, torch, learning) and ``agents`` (language models,
-MCP); ``all`` is everything. A command that needs a part that is not installed fails with
+(ROS 2, ONNX Runtime, bags: no torch), ``sim`` (simulators, torch, learning), ``agents`` (language models,
+MCP) and ``ray`` (parallel runs); ``all`` is everything. A command that needs a part that is not installed fails with
 :class:`MissingExtraError` naming the part and the pip command, never with an import traceback.
 """
 
@@ -34,6 +34,7 @@ MODULE_EXTRAS = {
     "zarr": "robot",
     "safetensors": "robot",
     "imageio": "robot",
+    "ray": "ray",
 }
 
 

@@ -3,7 +3,8 @@
 A policy is anything with ``reset(seed=None)`` and ``act(obs) -> action`` (NumPy in, NumPy out).
 Policies that predict action sequences set ``chunk_size`` and may return a ``(chunk, action_dim)``
 array; :class:`embodia.core.chunks.ActionChunker` executes the chunk step by step (in simulation and on
-the robot alike).
+the robot alike). A :class:`BatchPolicy` also has ``act_batch(obs_batch)``: one forward pass for the
+observations of several environments (:mod:`embodia.runner.vector`).
 
 A trained policy is a folder with ``config.json`` (whose ``"type"`` names a registered policy class)
 and ``model.safetensors``, and optionally ``model.onnx`` (``embodia export PATH --onnx``), which runs
@@ -14,7 +15,7 @@ unpickles anything.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,6 +32,26 @@ class Policy(Protocol):
     def reset(self, seed: int | None = None) -> None: ...
 
     def act(self, obs: Any) -> np.ndarray: ...
+
+
+@runtime_checkable
+class BatchPolicy(Policy, Protocol):
+    """A policy that can also act for a batch of observations in one call (one forward pass).
+
+    ``act_batch(obs_batch)`` takes a dict of arrays with a leading batch axis (what a gymnasium vector
+    environment returns) and returns, for every row, what ``act`` returns for that row alone, stacked:
+    ``(batch, *action_shape)`` for single actions or ``(batch, n, *action_shape)`` for chunks. The rows
+    are equal to per-sample ``act`` up to float rounding (BLAS kernels sum in a different order for
+    different batch sizes). It must not depend on which rows are batched together: the vectorised runner
+    (:mod:`embodia.runner.vector`) shares one such policy between environments.
+    """
+
+    def act_batch(self, obs_batch: Mapping[str, np.ndarray]) -> np.ndarray: ...
+
+
+def supports_batch(policy: object) -> bool:
+    """Whether ``policy`` implements :class:`BatchPolicy` (has a callable ``act_batch``)."""
+    return callable(getattr(policy, "act_batch", None))
 
 
 class RandomPolicy:
@@ -121,9 +142,14 @@ def load_policy(path: str | Path, runtime: str = "auto") -> Policy:
         ) from None
 
 
-def make_policy(spec: str | Policy, env: gymnasium.Env) -> Policy:
-    """Turn ``"random"``, ``"expert"``, a policy folder path, or a policy object into a policy for ``env``."""
+def make_policy(spec: str | Path | Policy | Callable[[gymnasium.Env], Policy], env: gymnasium.Env) -> Policy:
+    """Turn ``"random"``, ``"expert"``, a policy folder path, a policy object, or a factory ``(env) -> Policy``
+    into a policy for ``env``."""
+    if isinstance(spec, Path):
+        return load_policy(spec)
     if not isinstance(spec, str):
+        if callable(spec) and not isinstance(spec, Policy):
+            return spec(env)
         return spec
     if spec == "random":
         return RandomPolicy(env.action_space)

@@ -15,30 +15,33 @@ committed before stays readable. ``commit_every=0`` commits each episode as it e
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from embodia.data.store import TrajectoryStore
 
+#: a function applied to every finished episode's arrays before it is stored (e.g. relabelling terminals)
+EpisodeTransform = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
-class EpisodeRecorder:
-    """Collects steps of one episode at a time; :meth:`end_episode` commits it."""
+
+class EpisodeBuffer:
+    """Collects the steps of one episode at a time; :meth:`finish_episode` returns it as ``(data, info)``.
+
+    What :meth:`TrajectoryStore.add_episodes` takes; the recorder below commits these, and parallel workers
+    (:mod:`embodia.runner.parallel`) send them to the one process that writes the store.
+    """
 
     def __init__(
         self,
-        store: TrajectoryStore,
         env_id: str,
         env_kwargs: Mapping[str, Any] | None = None,
-        commit_every: float = 2.0,
+        transform: EpisodeTransform | None = None,
     ) -> None:
-        self.store = store
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
-        self.commit_every = float(commit_every)
-        self._pending: list[tuple[dict[str, np.ndarray], dict[str, Any]]] = []
-        self._last_commit = time.monotonic()
+        self.transform = transform
         self._rows: dict[str, list[np.ndarray]] = {}
         self._seed = -1
         self._initial_state: np.ndarray | None = None
@@ -72,16 +75,16 @@ class EpisodeRecorder:
         if sim_state is not None:
             rows.setdefault("sim_state", []).append(sim_state)
 
-    def end_episode(self, final_state: np.ndarray | None = None, success: bool | None = None) -> int | None:
-        """Finish the episode; returns the index it has (or will have) in the store, None if it had no steps.
-
-        The episode is committed now if ``commit_every`` seconds have passed since the last commit,
-        otherwise with the next commit or :meth:`flush`.
-        """
+    def finish_episode(
+        self, final_state: np.ndarray | None = None, success: bool | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+        """The finished episode as ``(data, info)``; None if it had no steps."""
         self.active = False
         if not self._rows:
             return None
         data = {key: _stack(key, values) for key, values in self._rows.items()}
+        if self.transform is not None:
+            data = self.transform(data)
         self._rows = {}
         info = {
             "env_id": self.env_id,
@@ -91,8 +94,45 @@ class EpisodeRecorder:
             "initial_state": self._initial_state,
             "final_state": final_state,
         }
+        return data, info
+
+    def discard_episode(self) -> None:
+        self._rows = {}
+        self.active = False
+
+
+class EpisodeRecorder(EpisodeBuffer):
+    """Collects steps of one episode at a time; :meth:`end_episode` commits it (batched in time)."""
+
+    def __init__(
+        self,
+        store: TrajectoryStore,
+        env_id: str,
+        env_kwargs: Mapping[str, Any] | None = None,
+        commit_every: float = 2.0,
+        transform: EpisodeTransform | None = None,
+    ) -> None:
+        super().__init__(env_id, env_kwargs, transform)
+        self.store = store
+        self.commit_every = float(commit_every)
+        self._pending: list[tuple[dict[str, np.ndarray], dict[str, Any]]] = []
+        self._last_commit = time.monotonic()
+
+    def end_episode(self, final_state: np.ndarray | None = None, success: bool | None = None) -> int | None:
+        """Finish the episode; returns the index it has (or will have) in the store, None if it had no steps.
+
+        The episode is committed now if ``commit_every`` seconds have passed since the last commit,
+        otherwise with the next commit or :meth:`flush`.
+        """
+        episode = self.finish_episode(final_state, success)
+        if episode is None:
+            return None
+        return self.add_finished(episode)
+
+    def add_finished(self, episode: tuple[dict[str, np.ndarray], dict[str, Any]]) -> int:
+        """Queue an episode finished elsewhere (a parallel worker's); committed like the others."""
         index = self.store.num_episodes + len(self._pending)
-        self._pending.append((data, info))
+        self._pending.append(episode)
         if time.monotonic() - self._last_commit >= self.commit_every:
             self.flush()
         return index
@@ -108,10 +148,6 @@ class EpisodeRecorder:
     def pending(self) -> int:
         """Finished episodes not yet committed."""
         return len(self._pending)
-
-    def discard_episode(self) -> None:
-        self._rows = {}
-        self.active = False
 
 
 _DTYPES = {"reward": np.float32, "terminated": np.bool_, "truncated": np.bool_, "success": np.bool_}

@@ -71,7 +71,28 @@ def observation_values(
     missing = [k for k in keys if k not in obs]
     if missing:
         raise PolicyError(f"policy needs observation keys {keys}, the environment gives {sorted(obs)}")
-    values = [np.ascontiguousarray(obs[k], dtype=np.float32).reshape(1, -1) for k in keys]
+    return observation_batch({k: np.asarray(obs[k]).reshape(1, -1) for k in keys}, keys, dim, sizes)
+
+
+def observation_batch(
+    obs_batch: Mapping[str, Any], keys: list[str], dim: int, sizes: list[int] | None = None
+) -> list[np.ndarray]:
+    """Each key's values as a ``(batch, n)`` float32 array; the batched :func:`observation_values`.
+
+    Raises:
+        PolicyError: a key is missing, the keys disagree on the batch size, the values do not add up to
+            ``dim``, or a key has the wrong size.
+    """
+    missing = [k for k in keys if k not in obs_batch]
+    if missing:
+        raise PolicyError(f"policy needs observation keys {keys}, the environment gives {sorted(obs_batch)}")
+    arrays = [np.asarray(obs_batch[k], dtype=np.float32) for k in keys]
+    if any(a.ndim == 0 for a in arrays) or len({len(a) for a in arrays}) != 1:
+        raise PolicyError(
+            f"a batch of observations needs a leading batch axis of one length for keys {keys}, got shapes "
+            f"{[a.shape for a in arrays]}"
+        )
+    values = [np.ascontiguousarray(a.reshape(len(a), -1)) for a in arrays]
     total = sum(v.shape[1] for v in values)
     if total != dim:
         raise PolicyError(f"policy expects {dim} observation values, got {total}")
@@ -113,6 +134,16 @@ class ActorPolicy:
             x = self.normalizer({k: torch.from_numpy(v) for k, v in zip(keys, values)})
             actions = self.actor(x)[0].numpy().reshape(self.actor.horizon, self.actor.action_dim)
         return actions[0] if self.actor.horizon == 1 else actions
+
+    def act_batch(self, obs_batch: Mapping[str, Any]) -> np.ndarray:
+        """``act`` for a batch in one forward pass: ``(batch, action_dim)`` or ``(batch, horizon, action_dim)``."""
+        torch, keys = self._torch, self.normalizer.keys
+        values = observation_batch(obs_batch, keys, self.normalizer.dim, self.normalizer.sizes)
+        with torch.no_grad():
+            x = self.normalizer({k: torch.from_numpy(v) for k, v in zip(keys, values)})
+            out = self.actor(x).numpy()
+        actions = out.reshape(len(out), self.actor.horizon, self.actor.action_dim)
+        return actions[:, 0] if self.actor.horizon == 1 else actions
 
 
 def save_actor_policy(

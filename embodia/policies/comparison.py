@@ -21,6 +21,7 @@ from embodia.data.store import TrajectoryStore
 from embodia.policies.train import TrainConfig, train
 from embodia.runner.datasets import generate_dataset
 from embodia.runner.evaluate import evaluate_policy, wilson_interval
+from embodia.runner.parallel import map_tasks, wants_ray
 
 
 @dataclass
@@ -67,11 +68,28 @@ def quick_config(out: str) -> ComparisonConfig:
     )
 
 
-def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str, Any]:
-    """Run the whole comparison; writes ``results.json``, ``results.md`` and ``results.png`` into ``out``."""
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run of the comparison: a method on a case's dataset with a seed."""
+
+    case: Case
+    method: str
+    seed: int
+    dataset: str
+    run: str
+
+
+def run_comparison(
+    config: ComparisonConfig, progress: bool = False, workers: int = 1, ray_address: str | None = None
+) -> dict[str, Any]:
+    """Run the whole comparison; writes ``results.json``, ``results.md`` and ``results.png`` into ``out``.
+
+    With ``workers > 1`` or a Ray address, datasets are generated and runs trained in parallel on Ray (each
+    run on one core); results do not depend on where a run ran. Finished runs are never redone.
+    """
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
+    specs: list[RunSpec] = []
     for case in config.cases:
         dataset = out / "data" / f"{case.family}-play.zarr"
         if (
@@ -86,62 +104,27 @@ def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str
                 task_id=case.task_id,
                 max_steps=config.episode_steps,
                 overwrite=True,
+                workers=workers,
+                ray_address=ray_address,
                 progress=progress,
             )
-        env_id = f"embodia/{case.family}-SingleTask-v0"
-        env_kwargs = {} if case.task_id is None else {"task_id": case.task_id}
         for method in config.methods:
-            method_config = {"horizon": case.horizon} if method == "deas" else {}
-            successes = trials = 0
-            per_seed, speeds, curves = [], [], []
             for seed in config.seeds:
                 run = out / "runs" / f"{case.family}-{method}-seed{seed}"
-                finished = _finished_run(run, config)
-                if finished is not None:
-                    successes += round(finished["success"] * finished["eval_episodes"])
-                    trials += finished["eval_episodes"]
-                    per_seed.append(finished["success"])
-                    speeds.append(finished["steps_per_second"])
-                    curves.append(_loss_drop(run / "metrics.jsonl"))
-                    continue
-                started = time.perf_counter()
-                result = train(
-                    TrainConfig(
-                        method=method,
-                        dataset=str(dataset),
-                        out=str(run),
-                        env_id=None,
-                        steps=config.steps,
-                        batch_size=config.batch_size,
-                        seed=seed,
-                        eval_every=0,
-                        eval_episodes=0,
-                        log_every=max(1, min(250, config.steps // 10)),
-                        method_config=method_config,
-                    ),
-                    progress=progress,
-                )
-                train_seconds = time.perf_counter() - started
-                scores = evaluate_policy(
-                    run / "policy", env_id, episodes=config.eval_episodes, seeds=[seed], env_kwargs=env_kwargs
-                )
-                successes += scores.successes
-                trials += scores.episodes
-                per_seed.append(scores.success_rate)
-                speeds.append(result["steps_per_second"])
-                curves.append(_loss_drop(run / "metrics.jsonl"))
-                rows_seed = {
-                    "case": case.family,
-                    "method": method,
-                    "seed": seed,
-                    "success": scores.success_rate,
-                    "train_seconds": train_seconds,
-                    "steps": config.steps,
-                    "batch_size": config.batch_size,
-                    "eval_episodes": scores.episodes,
-                    "steps_per_second": result["steps_per_second"],
-                }
-                (run / "eval.json").write_text(json.dumps(rows_seed))
+                specs.append(RunSpec(case, method, seed, str(dataset), str(run)))
+    todo = [spec for spec in specs if _finished_run(Path(spec.run), config) is None]
+    if wants_ray(workers, ray_address):
+        map_tasks(train_and_evaluate, [(spec, config, False) for spec in todo], workers, ray_address)
+    else:
+        for spec in todo:
+            train_and_evaluate(spec, config, progress)
+    rows: list[dict[str, Any]] = []
+    for case in config.cases:
+        for method in config.methods:
+            runs = [_finished_run(Path(s.run), config) for s in specs if (s.case, s.method) == (case, method)]
+            runs = [r for r in runs if r is not None]
+            successes = sum(round(r["success"] * r["eval_episodes"]) for r in runs)
+            trials = sum(r["eval_episodes"] for r in runs)
             low, high = wilson_interval(successes, trials)
             rows.append(
                 {
@@ -150,10 +133,14 @@ def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str
                     "method": method,
                     "success": successes / max(trials, 1),
                     "interval": [low, high],
-                    "per_seed": per_seed,
+                    "per_seed": [r["success"] for r in runs],
                     "episodes": trials,
-                    "steps_per_second": sum(speeds) / len(speeds),
-                    "loss_drop": curves,
+                    "steps_per_second": sum(r["steps_per_second"] for r in runs) / max(len(runs), 1),
+                    "loss_drop": [
+                        _loss_drop(Path(s.run) / "metrics.jsonl")
+                        for s in specs
+                        if (s.case, s.method) == (case, method)
+                    ],
                 }
             )
     summary = {"config": asdict(config), "rows": rows}
@@ -161,6 +148,51 @@ def run_comparison(config: ComparisonConfig, progress: bool = False) -> dict[str
     (out / "results.md").write_text(markdown(rows, config))
     plot(rows, out / "results.png")
     return summary
+
+
+def train_and_evaluate(spec: RunSpec, config: ComparisonConfig, progress: bool = False) -> dict[str, Any]:
+    """Train one run and evaluate its final policy; writes ``eval.json`` into the run folder (a Ray task too)."""
+    case = spec.case
+    env_id = f"embodia/{case.family}-SingleTask-v0"
+    env_kwargs = {} if case.task_id is None else {"task_id": case.task_id}
+    started = time.perf_counter()
+    result = train(
+        TrainConfig(
+            method=spec.method,
+            dataset=spec.dataset,
+            out=spec.run,
+            env_id=None,
+            steps=config.steps,
+            batch_size=config.batch_size,
+            seed=spec.seed,
+            eval_every=0,
+            eval_episodes=0,
+            log_every=max(1, min(250, config.steps // 10)),
+            method_config={"horizon": case.horizon} if spec.method == "deas" else {},
+        ),
+        progress=progress,
+    )
+    train_seconds = time.perf_counter() - started
+    scores = evaluate_policy(
+        Path(spec.run) / "policy",
+        env_id,
+        episodes=config.eval_episodes,
+        seeds=[spec.seed],
+        env_kwargs=env_kwargs,
+    )
+    row = {
+        "case": case.family,
+        "method": spec.method,
+        "seed": spec.seed,
+        "success": scores.success_rate,
+        "train_seconds": train_seconds,
+        "steps": config.steps,
+        "batch_size": config.batch_size,
+        "eval_episodes": scores.episodes,
+        "steps_per_second": result["steps_per_second"],
+    }
+    (Path(spec.run) / "eval.json").write_text(json.dumps(row))
+    return row
 
 
 def _finished_run(run: Path, config: ComparisonConfig) -> dict[str, Any] | None:

@@ -47,6 +47,25 @@ class LinearPolicy:
             )
         return self.weight @ x + self.bias
 
+    def act_batch(self, obs_batch: Any) -> np.ndarray:
+        """``act`` for a batch (dict of arrays with a leading batch axis) in one matrix product: ``(batch, A)``."""
+        missing = [k for k in self.obs_keys if k not in obs_batch]
+        if missing:
+            raise PolicyError(
+                f"linear policy needs observation keys {self.obs_keys}, the environment gives {sorted(obs_batch)}"
+            )
+        arrays = [np.asarray(obs_batch[k]) for k in self.obs_keys]
+        if any(a.ndim == 0 for a in arrays) or len({len(a) for a in arrays}) != 1:
+            raise PolicyError(
+                f"a batch of observations needs a leading batch axis of one length, got {[a.shape for a in arrays]}"
+            )
+        x = np.concatenate([a.reshape(len(a), -1) for a in arrays], axis=1).astype(np.float32)
+        if x.shape[1] != self.weight.shape[1]:
+            raise PolicyError(
+                f"linear policy expects {self.weight.shape[1]} inputs from keys {self.obs_keys}, got {x.shape[1]}"
+            )
+        return x @ self.weight.T + self.bias
+
     def save(self, folder: str | Path) -> Path:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)

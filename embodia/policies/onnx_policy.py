@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from embodia.core.errors import PolicyError
-from embodia.policies.actor_policy import ONNX_FILE, actor_meta, file_sha256, observation_values
+from embodia.policies.actor_policy import (
+    ONNX_FILE,
+    actor_meta,
+    file_sha256,
+    observation_batch,
+    observation_values,
+)
 
 #: the name of the graph's output
 OUTPUT_NAME = "action"
@@ -105,6 +111,13 @@ class OnnxActorPolicy:
         (out,) = self.session.run([OUTPUT_NAME], dict(zip(self.obs_keys, values)))
         actions = out[0].reshape(self.horizon, self.action_dim)
         return actions[0] if self.horizon == 1 else actions
+
+    def act_batch(self, obs_batch: Mapping[str, Any]) -> np.ndarray:
+        """``act`` for a batch in one session run: ``(batch, action_dim)`` or ``(batch, horizon, action_dim)``."""
+        values = observation_batch(obs_batch, self.obs_keys, self.obs_dim, self.obs_sizes)
+        (out,) = self.session.run([OUTPUT_NAME], dict(zip(self.obs_keys, values)))
+        actions = out.reshape(len(out), self.horizon, self.action_dim)
+        return actions[:, 0] if self.horizon == 1 else actions
 
 
 def onnx_model_path(folder: Path, config: Mapping[str, Any]) -> Path:

@@ -14,24 +14,21 @@ the last step of each trajectory, and where present ``rewards``, ``masks``, ``qp
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from embodia.core.errors import EmbodiaError
-from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make, resolve_id
 from embodia.runner.episodes import RolloutResult, rollout
-from embodia.runner.hooks import RecordingHook
 
 
-class _TaskTerminalRecorder(EpisodeRecorder):
-    """Writes the single-task success of each step as its terminal flag (the episode continues)."""
-
-    def add_step(self, obs, action, reward, terminated, truncated, success, sim_state=None) -> None:
-        super().add_step(obs, action, reward, bool(success), truncated, success, sim_state)
+def success_as_terminal(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Play data: each row's terminal flag is the single-task success of its state (the episode goes on)."""
+    return {**data, "terminated": np.array(data["success"], dtype=bool)}
 
 
 def family_name(env_id: str) -> str:
@@ -45,6 +42,11 @@ def play_env_id(env_id: str) -> str:
     return resolve_id(f"embodia/{family_name(env_id)}-Play-v0")
 
 
+def noisy_expert(env: Any, noise: float) -> Any:
+    """The environment's scripted expert with Gaussian action noise (a policy factory, picklable for Ray)."""
+    return env.unwrapped.make_expert(noise=noise)
+
+
 def generate_dataset(
     env_id: str,
     episodes: int,
@@ -56,6 +58,8 @@ def generate_dataset(
     max_steps: int | None = None,
     record_sim_state: bool = False,
     overwrite: bool = False,
+    workers: int = 1,
+    ray_address: str | None = None,
     progress: bool = False,
 ) -> RolloutResult:
     """Record ``episodes`` noisy-expert play episodes of ``env_id``'s family into the store ``out``.
@@ -66,28 +70,25 @@ def generate_dataset(
         out: the trajectory store (appended to, unless ``overwrite``).
         noise: std of the Gaussian noise on the expert's actions (OGBench's play data: 0.1-0.2).
         task_id: the single task whose rewards and terminals label the data (default: ogbench's default task).
+        workers, ray_address: generate in parallel on Ray (the same store as a serial run).
     """
     play_id = play_env_id(env_id)
     env_kwargs: dict[str, Any] = {} if task_id is None else {"task_id": int(task_id)}
-    env = make(play_id, **env_kwargs)
-    try:
-        with TrajectoryStore(out, mode="w" if overwrite else "a") as store:
-            recorder = _TaskTerminalRecorder(store, play_id, env_kwargs)
-            try:
-                result = rollout(
-                    env,
-                    env.unwrapped.make_expert(noise=noise),
-                    episodes=episodes,
-                    seed=seed,
-                    max_steps=max_steps,
-                    hooks=[RecordingHook(recorder, record_sim_state)],
-                    progress=progress,
-                )
-            finally:
-                recorder.flush()  # what finished is saved whatever stopped the run
-                store.touch()
-    finally:
-        env.close()
+    with TrajectoryStore(out, mode="w" if overwrite else "a") as store:
+        result = rollout(
+            play_id,
+            functools.partial(noisy_expert, noise=noise),
+            episodes=episodes,
+            seed=seed,
+            max_steps=max_steps,
+            env_kwargs=env_kwargs,
+            record=store,
+            record_sim_state=record_sim_state,
+            transform=success_as_terminal,
+            workers=workers,
+            ray_address=ray_address,
+            progress=progress,
+        )
     result.policy = f"expert(noise={noise})"
     return result
 

@@ -28,10 +28,11 @@ from embodia.core.errors import EmbodiaError
 from embodia.core.paths import output_file
 from embodia.core.policy import Policy, make_policy
 from embodia.core.seeds import check_seeds
-from embodia.data.recorder import EpisodeRecorder
+from embodia.data.recorder import EpisodeRecorder, EpisodeTransform
 from embodia.data.store import TrajectoryStore
 from embodia.envs import make, resolve_id
 from embodia.runner.hooks import EpisodeHook, EpisodeStats, RecordingHook, Step, StepCallback, VideoHook
+from embodia.runner.parallel import wants_ray
 
 
 @dataclass
@@ -43,6 +44,8 @@ class RolloutResult:
     episodes: list[EpisodeStats] = field(default_factory=list)
     steps_per_second: float = 0.0
     interrupted: bool = False
+    workers: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Parallel runs: per worker (``host:pid``), the episodes and steps it ran and its seconds."""
 
     @property
     def success_rate(self) -> float:
@@ -71,6 +74,7 @@ class RolloutResult:
             "mean_length": self.mean_length,
             "steps_per_second": self.steps_per_second,
             "interrupted": self.interrupted,
+            "workers": self.workers,
         }
 
 
@@ -130,6 +134,11 @@ def rollout(
     max_steps: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     hooks: Sequence[EpisodeHook] = (),
+    transform: EpisodeTransform | None = None,
+    workers: int = 1,
+    ray_address: str | None = None,
+    num_envs: int = 1,
+    vector_mode: str = "sync",
     progress: bool = False,
 ) -> RolloutResult:
     """Run ``episodes`` seeded episodes and return their statistics.
@@ -146,6 +155,14 @@ def rollout(
         max_steps: cut episodes at this many steps (on top of the env's own time limit).
         env_kwargs: constructor arguments when ``env`` is an id (recorded with each episode).
         hooks: more hooks (:mod:`embodia.runner.hooks`), e.g. metric hooks such as Habitat's.
+        transform: applied to every recorded episode's arrays before they are stored.
+        workers, ray_address: run the episodes on Ray (:mod:`embodia.runner.parallel`) with this many local
+            workers, or on the cluster at this address; the stored episodes equal the serial run's. With the
+            defaults (1, None) nothing changes and Ray is not imported.
+        num_envs, vector_mode: step ``num_envs`` environments together in a gymnasium vector environment
+            (``"sync"``: in this process; ``"async"``: a process each), asking a batch policy once per step
+            (:func:`embodia.runner.vector.run_vector_episodes`; the episodes equal the serial run's). Not
+            with ``video``, ``hooks`` or Ray workers.
         progress: show a progress bar.
 
     Ctrl-C stops after committing the episodes already finished; the result says ``interrupted``.
@@ -158,6 +175,25 @@ def rollout(
         raise EmbodiaError(f"max_steps must be at least 1, got {max_steps}")
     if video is not None:
         video = output_file(video, "video")
+    if num_envs > 1:
+        if wants_ray(workers, ray_address):
+            raise EmbodiaError(
+                "--num-envs and --workers cannot be combined: choose one way to run in parallel"
+            )
+        if video is not None or hooks:
+            raise EmbodiaError(
+                "videos and metric hooks need the environment object, which a vector environment does not "
+                "give: drop --video/--metric, or run with --num-envs 1"
+            )
+        return _rollout_vectorised(
+            env, policy, episodes, seed, record, record_sim_state, commit_every, max_steps, env_kwargs,
+            transform, num_envs, vector_mode, progress,
+        )  # fmt: skip
+    if wants_ray(workers, ray_address):
+        return _rollout_on_ray(
+            env, policy, episodes, seed, record, record_sim_state, commit_every, video, max_steps, env_kwargs,
+            hooks, transform, workers, ray_address, progress,
+        )  # fmt: skip
     owns_env = isinstance(env, str)
     if owns_env:
         env_id = resolve_id(env)
@@ -171,7 +207,7 @@ def rollout(
     store = recorder = None
     if record is not None:
         store = record if isinstance(record, TrajectoryStore) else TrajectoryStore(record, mode="a")
-        recorder = EpisodeRecorder(store, env_id, env_kwargs, commit_every)
+        recorder = EpisodeRecorder(store, env_id, env_kwargs, commit_every, transform)
         all_hooks.append(RecordingHook(recorder, record_sim_state))
     video_hook = VideoHook() if video else None
     if video_hook is not None:
@@ -205,6 +241,102 @@ def rollout(
         if owns_env:
             env.close()
     return result
+
+
+def _rollout_on_ray(
+    env: str | gymnasium.Env,
+    policy: Any,
+    episodes: int,
+    seed: int,
+    record: str | Path | TrajectoryStore | None,
+    record_sim_state: bool,
+    commit_every: float,
+    video: Path | None,
+    max_steps: int | None,
+    env_kwargs: dict[str, Any],
+    hooks: Sequence[EpisodeHook],
+    transform: EpisodeTransform | None,
+    workers: int,
+    ray_address: str | None,
+    progress: bool,
+) -> RolloutResult:
+    from embodia.runner.parallel import run_parallel
+
+    if not isinstance(env, str):
+        raise EmbodiaError(
+            "a parallel rollout builds its environments in the workers: pass an environment id"
+        )
+    if video is not None:
+        raise EmbodiaError("videos are rendered by one process: drop --video, or run with --workers 1")
+    env_id = resolve_id(env)
+    result = RolloutResult(
+        env_id=env_id, policy=str(policy if isinstance(policy, str) else type(policy).__name__)
+    )
+    store = None
+    if record is not None:
+        store = record if isinstance(record, TrajectoryStore) else TrajectoryStore(record, mode="a")
+    try:
+        with _progress(progress, episodes, env_id) as advance:
+            run = run_parallel(
+                env_id,
+                policy,
+                episodes=episodes,
+                seed=seed,
+                workers=workers,
+                address=ray_address,
+                env_kwargs=env_kwargs,
+                max_steps=max_steps,
+                store=store,
+                record_sim_state=record_sim_state,
+                commit_every=commit_every,
+                transform=transform,
+                hooks=hooks,
+                on_episode=advance.episode,
+            )
+    finally:
+        if store is not None:
+            store.touch()
+            if store is not record:
+                store.close()
+    result.episodes, result.workers, result.interrupted = run.episodes, run.workers, run.interrupted
+    result.steps_per_second = sum(e.length for e in run.episodes) / max(run.seconds, 1e-9)
+    return result
+
+
+def _rollout_vectorised(
+    env: str | gymnasium.Env,
+    policy: Any,
+    episodes: int,
+    seed: int,
+    record: str | Path | TrajectoryStore | None,
+    record_sim_state: bool,
+    commit_every: float,
+    max_steps: int | None,
+    env_kwargs: dict[str, Any],
+    transform: EpisodeTransform | None,
+    num_envs: int,
+    vector_mode: str,
+    progress: bool,
+) -> RolloutResult:
+    from embodia.runner.vector import run_vector_episodes
+
+    if not isinstance(env, str):
+        raise EmbodiaError("a vectorised rollout builds its environments itself: pass an environment id")
+    with _progress(progress, episodes, resolve_id(env)) as advance:
+        return run_vector_episodes(
+            env,
+            policy,
+            range(seed, seed + episodes),
+            num_envs=num_envs,
+            mode=vector_mode,
+            max_steps=max_steps,
+            env_kwargs=env_kwargs,
+            record=record,
+            record_sim_state=record_sim_state,
+            commit_every=commit_every,
+            transform=transform,
+            on_episode=advance.episode,
+        )
 
 
 class _NoProgress:

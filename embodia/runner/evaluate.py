@@ -52,9 +52,14 @@ class EvalResult:
     per_seed: dict[int, float] = field(default_factory=dict)
     """Success rate per evaluation seed."""
     metrics: dict[str, float] = field(default_factory=dict)
-    """Mean of each metric hook over the episodes (e.g. ``spl``)."""
+    """Mean of each metric hook over the episodes where it is defined (e.g. ``spl``; habitat-lab's SPL is
+    NaN for an episode that starts at its goal and does not move); NaN when it is defined for none."""
+    metrics_undefined: dict[str, int] = field(default_factory=dict)
+    """Per metric, the episodes for which it was NaN (left out of :attr:`metrics`)."""
     steps_per_second: float = 0.0
     interrupted: bool = False
+    workers: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Parallel evaluations: per worker, the episodes and steps it ran and its seconds."""
     episode_stats: list[EpisodeStats] = field(default_factory=list, repr=False)
     """Every episode's statistics, in order."""
 
@@ -88,6 +93,10 @@ def evaluate_policy(
     record: str | Path | None = None,
     video: str | Path | None = None,
     execute_steps: int | None = None,
+    workers: int = 1,
+    ray_address: str | None = None,
+    num_envs: int = 1,
+    vector_mode: str = "sync",
     progress: bool = False,
     runtime: str = "auto",
 ) -> EvalResult:
@@ -97,6 +106,9 @@ def evaluate_policy(
         policy: a policy folder or run directory, ``"expert"`` / ``"random"``, or a policy object.
         env_id: default: the environment the policy was trained for (recorded in its folder).
         metrics: ``info`` keys averaged per episode from its last step (Habitat: :data:`NAV_METRICS`).
+        workers, ray_address: run the episodes on Ray (see :func:`embodia.runner.rollout`).
+        num_envs, vector_mode: step this many environments together, one batched policy call per step
+            (see :func:`embodia.runner.rollout`).
         execute_steps: how many actions of each predicted chunk run before the policy is queried again
             (1 = receding horizon; sets ``policy.execute_steps``; default: the policy's own setting).
         runtime: how a policy folder's network runs: ``"torch"``, ``"onnx"`` (its exported model.onnx
@@ -124,6 +136,7 @@ def evaluate_policy(
     stats: list[EpisodeStats] = []
     per_seed: dict[int, float] = {}
     interrupted, seconds_per_step = False, []
+    per_worker: dict[str, dict[str, float]] = {}
     for seed in seeds:
         video_path = None
         if video is not None:
@@ -139,10 +152,18 @@ def evaluate_policy(
             video=video_path,
             env_kwargs=kwargs,
             hooks=[FinalInfo(metrics)] if metrics else (),
+            workers=workers,
+            ray_address=ray_address,
+            num_envs=num_envs,
+            vector_mode=vector_mode,
             progress=progress,
         )
         stats += result.episodes
         per_seed[seed] = result.success_rate
+        for name, row in result.workers.items():
+            total = per_worker.setdefault(name, dict.fromkeys(row, 0))
+            for key, value in row.items():
+                total[key] += value
         seconds_per_step.append(1.0 / max(result.steps_per_second, 1e-9))
         if result.interrupted:
             interrupted = True
@@ -158,8 +179,16 @@ def evaluate_policy(
         mean_return=sum(e.return_ for e in stats) / max(n, 1),
         mean_length=sum(e.length for e in stats) / max(n, 1),
         per_seed=per_seed,
-        metrics={k: sum(e.metrics[k] for e in stats) / max(n, 1) for k in metrics},
+        metrics={k: _defined_mean([e.metrics[k] for e in stats]) for k in metrics},
+        metrics_undefined={k: sum(math.isnan(e.metrics[k]) for e in stats) for k in metrics},
         steps_per_second=len(seconds_per_step) / max(sum(seconds_per_step), 1e-9),
         interrupted=interrupted,
+        workers=per_worker,
         episode_stats=stats,
     )
+
+
+def _defined_mean(values: list[float]) -> float:
+    """The mean of the values that are not NaN (NaN when none is)."""
+    defined = [float(v) for v in values if not math.isnan(v)]
+    return sum(defined) / len(defined) if defined else math.nan

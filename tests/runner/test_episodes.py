@@ -102,3 +102,14 @@ def test_video(tmp_path):
     frames = read_video(tmp_path / "v.mp4")
     assert frames.shape == (2 * (6 + 1), 48, 64, 3)
     assert result.success_rate == 0.0
+
+
+def test_metric_means_leave_out_undefined_episodes():
+    """habitat-lab's SPL is NaN for a start at the goal: such episodes do not turn the mean into NaN."""
+    import math
+
+    from embodia.runner.evaluate import _defined_mean
+
+    assert _defined_mean([1.0, math.nan, 0.5]) == 0.75
+    assert math.isnan(_defined_mean([math.nan]))
+    assert _defined_mean([0.0, 0.0]) == 0.0

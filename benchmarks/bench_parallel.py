@@ -1,0 +1,245 @@
+"""Scaling out on Ray: episodes/s with 1 and 2 workers, through a multi-node cluster, Ray's overhead per
+episode, and what the single writer sustains.
+
+    python -m benchmarks.bench_parallel [--quick]
+
+- speed-up: `rollout(..., record=store)` of CubeSingle (expert) and Kitchen-OpenDrawer (expert), serially
+  (no Ray) and with 2 local Ray workers (the Ray start is outside the clock: a session is opened first),
+  once with the worker processes starting on the clock (their imports and environment construction, as one
+  short command pays them; against the serial run that makes its environment on the clock) and once with
+  them running (as in a long job; against the serial run on an environment made before);
+- multi-node: the same through a cluster of separate node processes on this machine (a head with no CPUs,
+  two worker nodes with one CPU each, started with `ray start`);
+- overhead: one worker running episodes that last ~1 s (Kitchen-OpenDrawer's expert), against the serial
+  loop running the same episodes (worker and environment built first): Ray time / serial time - 1;
+- writer: how many finished episodes per second the driver commits (the bound of a cluster of any size), for
+  a state-only CubeSingle episode of 200 steps and a 64x64 RGB episode of 200 steps.
+
+Raw numbers go to benchmarks/results/parallel.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import embodia
+from benchmarks._common import markdown_table, save
+from embodia.data.recorder import EpisodeRecorder
+from embodia.data.store import TrajectoryStore
+from embodia.runner.parallel import ray_session, run_parallel
+
+RAY = Path(sys.executable).with_name("ray")
+PORT = 6399
+
+
+def episodes_per_second(
+    env_id: str, episodes: int, workers: int, address: str | None, tmp: Path, built: bool = False
+) -> float:
+    """Episodes/s of a recorded expert rollout; ``built``: serially, on an environment made off the clock."""
+    store = tmp / f"{env_id.split('/')[-1]}-{workers}-{bool(address)}.zarr"
+    env = embodia.make(env_id) if built else env_id
+    started = time.perf_counter()
+    result = embodia.rollout(
+        env, "expert", episodes=episodes, seed=0, record=store, workers=workers, ray_address=address
+    )
+    seconds = time.perf_counter() - started
+    assert len(result.episodes) == episodes
+    if built:
+        env.close()
+    shutil.rmtree(store, ignore_errors=True)
+    return episodes / seconds
+
+
+def writer_rate(rgb: bool, seconds: float, tmp: Path) -> float:
+    rng = np.random.default_rng(0)
+    steps = 200
+    data = {
+        "state": rng.normal(size=(steps, 28)).astype(np.float32),
+        "action": rng.uniform(-1, 1, size=(steps, 5)).astype(np.float32),
+        "reward": np.zeros(steps, np.float32),
+        "terminated": np.zeros(steps, bool),
+        "truncated": np.eye(1, steps, steps - 1, dtype=bool)[0],
+        "success": np.zeros(steps, bool),
+    }
+    if rgb:
+        data["rgb"] = rng.integers(0, 255, size=(steps, 64, 64, 3), dtype=np.uint8)
+    info = {"env_id": "embodia/CubeSingle-v0", "env_kwargs": {}, "seed": 0, "success": False}
+    path = tmp / f"writer-{rgb}.zarr"
+    with TrajectoryStore(path, mode="w") as store:
+        recorder = EpisodeRecorder(store, "embodia/CubeSingle-v0", commit_every=0.0)
+        count, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            recorder.add_finished((data, {**info, "seed": count}))
+            count += 1
+        recorder.flush()
+        rate = count / (time.perf_counter() - started)
+    shutil.rmtree(path, ignore_errors=True)
+    return rate
+
+
+def start_cluster(env: dict[str, str]) -> str:
+    node = ("--object-store-memory", "100000000", "--disable-usage-stats")
+    subprocess.run(
+        [
+            str(RAY),
+            "start",
+            "--head",
+            "--num-cpus",
+            "0",
+            "--port",
+            str(PORT),
+            "--include-dashboard",
+            "false",
+            *node,
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    for _ in range(2):
+        subprocess.run(
+            [str(RAY), "start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1", *node],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
+    return f"127.0.0.1:{PORT}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-parallel-"))
+    cases = [
+        ("embodia/CubeSingle-v0", 6 if args.quick else 40),
+        ("embodia/Kitchen-OpenDrawer-v0", 2 if args.quick else 12),
+    ]
+    rows, raw = [], {"speedup": [], "overhead": {}, "writer": {}}
+    try:
+        for env_id, episodes in cases:
+            serial = episodes_per_second(env_id, episodes, 1, None, tmp)  # the env is made on the clock
+            serial_built = episodes_per_second(env_id, episodes, 1, None, tmp, built=True)
+            with ray_session(2):  # started once, outside the clock, as a long job would
+                cold = episodes_per_second(env_id, episodes, 2, None, tmp)  # workers start on the clock
+                warm = episodes_per_second(env_id, episodes, 2, None, tmp)  # workers already up
+            raw["speedup"].append(
+                {
+                    "env_id": env_id,
+                    "episodes": episodes,
+                    "serial": serial,
+                    "serial_env_built": serial_built,
+                    "ray_2_workers_cold": cold,
+                    "ray_2_workers": warm,
+                }
+            )
+        os.environ["RAY_AUTH_MODE"] = "disabled"
+        address = start_cluster(dict(os.environ))
+        try:
+            with ray_session(2, address):
+                for entry in raw["speedup"]:
+                    episodes_per_second(entry["env_id"], 2, 2, address, tmp)  # start the node's workers
+                    entry["cluster_3_nodes"] = episodes_per_second(
+                        entry["env_id"], entry["episodes"], 2, address, tmp
+                    )
+        finally:
+            subprocess.run([str(RAY), "stop", "--force"], capture_output=True)
+        for entry in raw["speedup"]:
+            rows.append(
+                [
+                    entry["env_id"],
+                    str(entry["episodes"]),
+                    f"{entry['serial']:.2f} / {entry['serial_env_built']:.2f}",
+                    f"{entry['ray_2_workers_cold']:.2f} ({entry['ray_2_workers_cold'] / entry['serial']:.2f}x)",
+                    f"{entry['ray_2_workers']:.2f} ({entry['ray_2_workers'] / entry['serial_env_built']:.2f}x)",
+                    f"{entry['cluster_3_nodes']:.2f} ({entry['cluster_3_nodes'] / entry['serial_env_built']:.2f}x)",
+                ]
+            )
+        # overhead: one worker, ~1 s episodes (Kitchen-OpenDrawer's expert), both on a built environment;
+        # serial and Ray in turns, the median of the per-repeat ratios (drift and episode noise cancel)
+        n, repeats = (3, 1) if args.quick else (12, 3)
+        env_id = "embodia/Kitchen-OpenDrawer-v0"
+        env = embodia.make(env_id)
+        serial_times, ray_times = [], []
+        with ray_session(1):  # one CPU: the tasks run one after the other, as the serial loop does
+            run_parallel(env_id, "expert", episodes=1, seed=n, workers=1)  # start the worker, build its env
+            for _ in range(repeats):
+                started = time.perf_counter()
+                embodia.rollout(env, "expert", episodes=n, seed=0)
+                serial_times.append((time.perf_counter() - started) / n)
+                started = time.perf_counter()
+                run_parallel(env_id, "expert", episodes=n, seed=0, workers=1)
+                ray_times.append((time.perf_counter() - started) / n)
+            # Ray's fixed cost per episode task, measured on one-step episodes (nothing else to amortise it)
+            tiny_env, tiny = embodia.make("embodia/PointMaze-Medium-v0"), 50 if args.quick else 300
+            run_parallel("embodia/PointMaze-Medium-v0", "random", episodes=2, seed=0, workers=1, max_steps=1)
+            started = time.perf_counter()
+            embodia.rollout(tiny_env, "random", episodes=tiny, seed=0, max_steps=1)
+            tiny_serial = (time.perf_counter() - started) / tiny
+            started = time.perf_counter()
+            run_parallel(
+                "embodia/PointMaze-Medium-v0", "random", episodes=tiny, seed=0, workers=1, max_steps=1
+            )
+            tiny_ray = (time.perf_counter() - started) / tiny
+            tiny_env.close()
+        env.close()
+        serial_seconds = statistics.median(serial_times)
+        ray_seconds = statistics.median(ray_times)
+        ratio = statistics.median(r / s for r, s in zip(ray_times, serial_times))
+        raw["overhead"] = {
+            "episode_seconds_serial": serial_seconds,
+            "episode_seconds_ray_1_cpu": ray_seconds,
+            "median_ratio": ratio,
+            "one_step_episode_seconds_serial": tiny_serial,
+            "one_step_episode_seconds_ray": tiny_ray,
+            "serial_times": serial_times,
+            "ray_times": ray_times,
+        }
+        raw["writer"] = {
+            "state": writer_rate(False, 2 if args.quick else 5, tmp),
+            "rgb64": writer_rate(True, 2 if args.quick else 5, tmp),
+        }
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not args.quick:
+        save("parallel", raw)
+    print(
+        markdown_table(
+            [
+                "env",
+                "episodes",
+                "serial ep/s (env made on the clock / before)",
+                "Ray, 2 local workers, started on the clock",
+                "Ray, 2 local workers, running",
+                "Ray cluster (head + 2 nodes), running",
+            ],
+            rows,
+        )
+    )
+    o = raw["overhead"]
+    print(
+        f"\nRay overhead with one CPU: {o['episode_seconds_ray_1_cpu']:.3f} s per ~1 s episode against "
+        f"{o['episode_seconds_serial']:.3f} s serially ({(o['median_ratio'] - 1) * 100:+.1f} %, median of paired runs)"
+    )
+    print(
+        f"Ray's fixed cost per episode task: {(o['one_step_episode_seconds_ray'] - o['one_step_episode_seconds_serial']) * 1e3:.2f} ms "
+        f"(one-step episodes: {o['one_step_episode_seconds_ray'] * 1e3:.2f} ms on Ray, {o['one_step_episode_seconds_serial'] * 1e3:.2f} ms serially)"
+    )
+    print(
+        f"single writer: {raw['writer']['state']:.0f} episodes/s (state, 200 steps), {raw['writer']['rgb64']:.0f} episodes/s (64x64 RGB, 200 steps)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

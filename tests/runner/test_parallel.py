@@ -1,0 +1,228 @@
+"""Parallel episodes on a real Ray cluster: the store equals the serial run's, a killed worker loses and
+duplicates nothing, a multi-node cluster (separate node processes on this machine) runs an evaluation, and
+`--workers` without Ray is one line. The cluster: a head with no CPUs and two worker nodes with one each, all
+started with `ray start` as separate processes, as Ray's own cluster tests do."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import embodia
+from embodia.data.store import TrajectoryStore
+from embodia.runner.evaluate import evaluate_policy
+from tests.conftest import ROOT
+from tests.robot.robot_install import ROBOT_EMBODIA, robot_python
+
+RAY = Path(sys.executable).with_name("ray")
+PORT = 6391
+
+
+def _ray(*args: str, env: dict[str, str]) -> None:
+    result = subprocess.run([str(RAY), *args], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    node = ("--object-store-memory", "100000000", "--disable-usage-stats")
+    _ray(
+        "start",
+        "--head",
+        "--num-cpus",
+        "0",
+        "--port",
+        str(PORT),
+        "--include-dashboard",
+        "false",
+        *node,
+        env=env,
+    )
+    try:
+        for _ in range(2):
+            _ray("start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1", *node, env=env)
+        yield {"address": f"127.0.0.1:{PORT}", "env": env}
+    finally:
+        subprocess.run([str(RAY), "stop", "--force"], capture_output=True, timeout=120, env=env)
+
+
+def _embodia(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "embodia.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def _same_stores(a: Path, b: Path) -> None:
+    left, right = TrajectoryStore(a), TrajectoryStore(b)
+    assert left.num_episodes == right.num_episodes > 0
+    assert left.keys == right.keys
+    for i in range(left.num_episodes):
+        ours, theirs = left.episode(i), right.episode(i)
+        for key in ours:
+            np.testing.assert_array_equal(ours[key], theirs[key], err_msg=f"episode {i}, {key}")
+        m, n = left.episode_meta(i), right.episode_meta(i)
+        assert (m.env_id, m.env_kwargs, m.seed, m.length, m.success, m.return_) == (
+            n.env_id,
+            n.env_kwargs,
+            n.seed,
+            n.length,
+            n.success,
+            n.return_,
+        )
+        np.testing.assert_array_equal(m.initial_state, n.initial_state)
+        np.testing.assert_array_equal(m.final_state, n.final_state)
+    left.verify()
+
+
+def test_a_parallel_run_stores_exactly_the_serial_run(cluster, tmp_path):
+    run = ("run", "embodia/PointMaze-Medium-v0", "--policy", "expert", "--episodes", "6", "--seed", "11")
+    serial = _embodia(
+        *run, "--max-steps", "90", "--record", str(tmp_path / "serial.zarr"), "--quiet", env=cluster["env"]
+    )
+    assert serial.returncode == 0, serial.stderr
+    parallel = _embodia(
+        *run,
+        "--max-steps",
+        "90",
+        "--record",
+        str(tmp_path / "parallel.zarr"),
+        "--ray-address",
+        cluster["address"],
+        "--json",
+        env=cluster["env"],
+    )
+    assert parallel.returncode == 0, parallel.stderr
+    _same_stores(tmp_path / "serial.zarr", tmp_path / "parallel.zarr")
+    result = json.loads(parallel.stdout)
+    assert [e["seed"] for e in result["episodes"]] == list(range(11, 17))
+    assert len(result["workers"]) == 2 and sum(w["episodes"] for w in result["workers"].values()) == 6
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path):
+    store = tmp_path / "killed.zarr"
+    args = ("run", "embodia/CubeSingle-v0", "--policy", "random", "--episodes", "10", "--seed", "0")
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "embodia.cli",
+            *args,
+            "--max-steps",
+            "150",
+            "--record",
+            str(store),
+            "--ray-address",
+            cluster["address"],
+            "--json",
+        ],
+        cwd=ROOT,
+        env=cluster["env"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed = None
+    deadline = time.time() + 120
+    while killed is None and time.time() < deadline and driver.poll() is None:
+        running = subprocess.run(
+            ["pgrep", "-f", "ray::run_task"], capture_output=True, text=True
+        ).stdout.split()
+        if running:
+            time.sleep(0.3)  # mid-episode
+            killed = int(running[0])
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    out, err = driver.communicate(timeout=300)
+    assert killed is not None, "no episode task was seen running"
+    assert driver.returncode == 0, err[-3000:]
+    assert len(json.loads(out)["episodes"]) == 10, (out[-2000:], err[-2000:])
+    embodia.rollout(
+        "embodia/CubeSingle-v0", "random", episodes=10, seed=0, max_steps=150, record=tmp_path / "serial.zarr"
+    )
+    _same_stores(tmp_path / "serial.zarr", store)  # every episode once, each equal to the serial one
+
+
+def test_a_multi_node_cluster_runs_an_evaluation(cluster):
+    result = _embodia(
+        "nav", "eval", "--task", "pointnav", "--episodes", "6", "--ray-address", cluster["address"], "--json",
+        env=cluster["env"],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["episodes"] == 6 and report["success_rate"] == 1.0 and 0.8 < report["metrics"]["spl"] <= 1.0
+    nodes = {name.split(" node ")[-1] for name in report["workers"]}
+    assert len(nodes) == 2  # both worker nodes ran episodes
+    serial = evaluate_policy(
+        "expert", "embodia/Nav-PointNav-v0", episodes=6, seeds=[0], seed_stride=1, metrics=("spl",)
+    )
+    assert [e["length"] for e in report["episode_stats"]] == [e.length for e in serial.episode_stats]
+
+
+def test_workers_without_ray_installed_is_one_line():
+    robot_python()  # the torch-free robot install has no Ray
+    result = subprocess.run(
+        [str(ROBOT_EMBODIA), "run", "embodia/PointMaze-Medium-v0", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert "needs the 'ray' part of embodia" in lines[0] and "pip install 'embodia[ray]'" in lines[0]
+
+
+def test_ctrl_c_stops_the_workers_and_keeps_every_finished_episode(cluster, tmp_path):
+    store = tmp_path / "stopped.zarr"
+    args = ("run", "embodia/CubeSingle-v0", "--policy", "random", "--episodes", "40", "--seed", "0")
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "embodia.cli", *args, "--max-steps", "150", "--record", str(store)]
+        + ["--ray-address", cluster["address"], "--commit-every", "0", "--quiet"],
+        cwd=ROOT,
+        env=cluster["env"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and driver.poll() is None:
+        if (store / "meta" / "episode_ends" / "c" / "0").exists() and TrajectoryStore(
+            store
+        ).num_episodes >= 3:
+            break
+        time.sleep(0.2)
+    driver.send_signal(signal.SIGINT)
+    out, err = driver.communicate(timeout=120)
+    assert driver.returncode == 130, err[-3000:]
+    kept = TrajectoryStore(store)
+    assert 3 <= kept.num_episodes < 40
+    seeds = kept.episodes_table()["seed"].tolist()
+    assert len(set(seeds)) == len(seeds)  # nothing twice
+    time.sleep(1.0)
+    assert not subprocess.run(["pgrep", "-f", "ray::run_task"], capture_output=True, text=True).stdout.split()
+    # every kept episode is the serial run's episode of the same seed
+    reference = embodia.rollout(
+        "embodia/CubeSingle-v0",
+        "random",
+        episodes=1,
+        seed=seeds[-1],
+        max_steps=150,
+        record=tmp_path / "one.zarr",
+    )
+    assert reference.episodes[0].length == kept.episode_meta(len(seeds) - 1).length
+    np.testing.assert_array_equal(
+        TrajectoryStore(tmp_path / "one.zarr").episode(0)["action"], kept.episode(len(seeds) - 1)["action"]
+    )
