@@ -2,11 +2,13 @@
 
 32 adversarial yes/no question pairs written for embodia (20 emotion-psychology knowledge pairs, 12
 perception pairs whose scene is described in text). Pair accuracy counts a pair only when both the
-basic and the hallucinated question are answered correctly; yes bias is the share of "yes" answers
-minus the share of "yes" labels (0.5 here).
+basic and the hallucinated question are answered correctly; the yes-percentage difference is the share
+of "yes" answers minus the share of "yes" labels (0.5 here) and r_fp the share of the wrong answers that
+are "yes" (the paper's two bias measures).
 
     .venv/bin/python scripts/emotion_hallucer_experiment.py           # all pairs, direct and PEP-MEK
     .venv/bin/python scripts/emotion_hallucer_experiment.py --quick   # 3 pairs, short generations (tests)
+    .venv/bin/python scripts/emotion_hallucer_experiment.py --prompting direct   # only the direct row
     .venv/bin/python scripts/emotion_hallucer_experiment.py --pairs my_pairs.json --model http://127.0.0.1:8080/v1#qwen
 """
 
@@ -21,12 +23,22 @@ from embodia.agents.methods.emotion_hallucer import BUILTIN_PAIRS, evaluate, loa
 from embodia.agents.methods.report import markdown_table, progress_bar, save_json
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run for tests")
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--pairs", default=BUILTIN_PAIRS)
     parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument(
+        "--prompting",
+        choices=["both", "direct", "pep-mek"],
+        default="both",
+        help="which rows to run (PEP-MEK takes most of the time)",
+    )
     parser.add_argument("--out", default="runs/agents/emotion_hallucer.json")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -38,13 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     lm = load_lm(args.model)
     started = time.perf_counter()
     runs = {}
-    for pep_mek in (False, True):
+    chosen = {"both": (False, True), "direct": (False,), "pep-mek": (True,)}[args.prompting]
+    for pep_mek in chosen:
         name = "PEP-MEK" if pep_mek else "direct"
         with progress_bar(f"emotion-hallucer {name}", not args.quiet) as update:
             runs[name] = evaluate(lm, pairs, pep_mek=pep_mek, max_new_tokens=max_new, progress=update)
     rows = []
     for name, (m, _) in runs.items():
-        cats = " / ".join(f"{c} {v['pair_accuracy']:.0%}" for c, v in m.by_category.items())
+        cats = " / ".join(
+            f"{c} {v['pair_accuracy']:.0%}, {v['yes_bias']:+.2f}, {_ratio(v['false_positive_ratio'])}"
+            for c, v in m.by_category.items()
+        )
         rows.append(
             [
                 name,
@@ -54,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{m.hallucinated_accuracy:.1%}",
                 f"{m.yes_ratio:.1%}",
                 f"{m.yes_bias:+.2f}",
+                _ratio(m.false_positive_ratio),
                 cats,
             ]
         )
@@ -66,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                 "basic acc",
                 "hallucinated acc",
                 "yes ratio",
-                "yes bias",
-                "pair acc by category",
+                "yes % difference",
+                "r_fp",
+                "by category: pair acc, yes % difference, r_fp",
             ],
             rows,
         )

@@ -2,10 +2,11 @@
 
 The model answers questions from a few short notes ("Mara lives in Lisbon. ..."); for half the
 questions the answering note is removed, so the answer cannot be grounded. Each answer token gets the
-counterfactual log-probability difference and the hidden-state sensitivity to masking the notes; a
-logistic calibration fitted on the first half of the items combines them (with log-confidence) into a
-reliability; AUCs for detecting hallucinated tokens / sentences are measured on the second half and
-compared with confidence and entropy alone.
+hidden-state sensitivity to masking the notes and the counterfactual margins against the larger of the
+probabilities with the notes masked and with another question's notes (arXiv:2510.18439). Two logistic
+calibrations fitted on the first half of the items combine them: the reliability (context signals only)
+and META (plus log-confidence and entropy). AUCs for detecting hallucinated tokens / sentences are measured
+on the second half and compared with the single signals, confidence and entropy.
 
     .venv/bin/python scripts/grounding_experiment.py                       # 80 questions
     .venv/bin/python scripts/grounding_experiment.py --write-calibration   # also update the shipped calibration
@@ -29,6 +30,10 @@ CALIBRATION = (
 )
 
 
+def _cell(table: dict[str, float], name: str) -> str:
+    return f"{table[name]:.3f}" if name in table else "-"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run for tests")
@@ -47,16 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with progress_bar("grounding", not args.quiet) as update:
         result = run_grounding(lm, n_items=n_items, seed=args.seed, progress=update)
-    names = ["reliability", "counterfactual", "sensitivity", "confidence", "entropy"]
     rows = [
         [
-            n,
-            f"{result.token_auc[n]:.3f}",
-            f"{result.sentence_auc[n]:.3f}" if n in result.sentence_auc else "-",
+            name,
+            _cell(result.token_auc, name),
+            _cell(result.sentence_auc, name),
+            _cell(result.sentence_auc_content, name),
         ]
-        for n in names
+        for name in result.token_auc
     ]
-    print(markdown_table(["score", "token AUC", "sentence AUC"], rows))
+    header = ["score", "token AUC", "sentence AUC (all T tokens)", "sentence AUC (content tokens)"]
+    print(markdown_table(header, rows))
     print(
         f"\ntest half: {result.tokens} content tokens ({result.hallucinated_tokens} hallucinated), "
         f"{result.sentences} answers ({result.hallucinated_sentences} hallucinated); "

@@ -3,7 +3,8 @@
 4-way topic classification of templated sentences with arbitrary label letters (chance = 25 %), train
 and test sentences with disjoint vocabulary. Same steps, batch and data order for every mode. Memory is
 what training needs beyond the weights, measured per step (saved activations, gradients, optimiser
-state, ZO noise).
+state, ZO noise). ZO covers every weight but LoRA by default, as the paper (``--zo-scope blocks``: only
+the decoder blocks).
 
     .venv/bin/python scripts/hybrid_zo_experiment.py           # 120 steps per mode
     .venv/bin/python scripts/hybrid_zo_experiment.py --quick   # 2 steps of lora / zo / hybrid, ZO on blocks 26-29, 8 test sentences (tests)
@@ -31,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, help="steps per mode (default 120; quick 2)")
     parser.add_argument("--modes", nargs="+", default=["lora", "zo", "hybrid", "full"])
     parser.add_argument("--zo-layers", default="all")
+    parser.add_argument(
+        "--zo-scope",
+        choices=["all", "blocks"],
+        default="all",
+        help="all: every weight but LoRA (the paper); blocks: only the decoder blocks",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/agents/hybrid_zo.json")
     parser.add_argument("--quiet", action="store_true")
@@ -47,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             steps=steps,
             batch_size=8,
             zo_layers=zo_layers,
+            zo_scope=args.zo_scope,
             eval_every=steps if args.quick else max(steps // 6, 1),
             seed=args.seed,
             test_limit=8 if args.quick else None,
@@ -93,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\naccuracy curves (step: test accuracy):")
     for r in results:
         print(f"  {r.mode}: " + ", ".join(f"{s}: {a:.0%}" for s, a in r.curve))
-    print(f"\n{time.perf_counter() - started:.0f} s")
+    print(f"\nZO scope {args.zo_scope}, ZO blocks {zo_layers}, {time.perf_counter() - started:.0f} s")
     save_json(args.out, {"steps": steps, "results": results})
     return 0
 

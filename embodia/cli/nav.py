@@ -117,6 +117,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             **result.metrics,
             "steps": result.mean_length,
             "steps_per_second": result.steps_per_second,
+            # episodes where a metric is undefined (habitat-lab's SPL for a start at the goal): left out
+            **{f"{k} undefined in": n for k, n in result.metrics_undefined.items() if n},
         }
         print(" | ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
     return 130 if result.interrupted else 0

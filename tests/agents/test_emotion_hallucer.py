@@ -39,11 +39,34 @@ def test_paired_metrics():
         0,
     )
     assert always_yes.yes_ratio == 1 and always_yes.yes_bias == pytest.approx(0.5)
+    assert always_yes.false_positive_ratio == 1.0
     mixed = pair_metrics(pairs, [(True, False), (True, True), (False, False), (None, False)])
     assert mixed.pair_accuracy == 0.25 and mixed.basic_accuracy == 0.5 and mixed.hallucinated_accuracy == 0.75
     assert mixed.unanswered == 1 and mixed.yes_ratio == pytest.approx(3 / 8)
+    assert mixed.false_positive_ratio == pytest.approx(1 / 2)  # pair 1's "yes" and pair 2's "no"
     assert mixed.by_category["perception"]["pair_accuracy"] == 0.5  # pairs 0 and 2
     assert mixed.by_category["knowledge"]["pairs"] == 2
+
+
+def test_false_positive_ratio_is_the_share_of_wrong_answers_that_are_yes():
+    """r_fp = wrong "yes" / wrong answers, beside Pct_diff (``yes_bias``); overall and per category."""
+    pairs = _pairs(4)  # basic: label yes, hallucinated: label no; categories perception 0, 2 / knowledge 1, 3
+    # wrong answers: pair 0 hallucinated yes (FP), pair 1 hallucinated yes (FP), pair 2 basic no (FN) and
+    # hallucinated yes (FP); pair 3 is right
+    m = pair_metrics(pairs, [(True, True), (True, True), (False, True), (True, False)])
+    assert m.false_positive_ratio == pytest.approx(3 / 4)
+    assert m.yes_ratio == pytest.approx(6 / 8) and m.yes_bias == pytest.approx(6 / 8 - 1 / 2)
+    assert m.by_category["perception"]["false_positive_ratio"] == pytest.approx(2 / 3)
+    assert m.by_category["knowledge"]["false_positive_ratio"] == pytest.approx(1.0)
+    assert m.by_category["knowledge"]["yes_bias"] == pytest.approx(3 / 4 - 1 / 2)
+    # the always-"no" answerer errs only by false negatives; an unanswered question is not a "yes" or "no"
+    always_no = pair_metrics(pairs, [(False, False), (False, False), (None, False), (True, False)])
+    assert always_no.false_positive_ratio == 0.0 and always_no.unanswered == 1
+    assert always_no.yes_bias == pytest.approx(1 / 8 - 1 / 2)
+    # no wrong answers: undefined (None, as JSON null)
+    perfect = pair_metrics(pairs, [(True, False)] * 4)
+    assert perfect.false_positive_ratio is None
+    assert perfect.by_category["knowledge"]["false_positive_ratio"] is None
 
 
 def test_loaders(tmp_path):
@@ -133,4 +156,5 @@ def test_quick_script(tmp_path):
     assert run_script("emotion_hallucer_experiment", "--quick", "--quiet", "--out", str(out)) == 0
     payload = json.loads(out.read_text())
     assert payload["direct"]["metrics"]["pairs"] == 3 and payload["PEP-MEK"]["metrics"]["pairs"] == 3
+    assert "false_positive_ratio" in payload["direct"]["metrics"]
     assert "knowledge" in payload["PEP-MEK"]["transcripts"][0]

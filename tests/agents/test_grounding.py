@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from embodia.agents.methods.grounding import (
+    DEFAULT_MISMATCHED_NOTES,
+    META_FEATURES,
     TokenSignals,
     auc,
     fit_calibration,
@@ -46,19 +48,24 @@ def test_calibration_learns_a_separable_signal():
                 "t",
                 confidence=0.5,
                 entropy=1.0,
-                counterfactual=float(rng.normal(2 if g else -1)),
                 sensitivity=float(rng.normal(0.3 if g else 0.1, 0.05)),
+                p_masked=float(rng.uniform(0.01, 0.1) if g else rng.uniform(0.3, 0.6)),
+                p_mismatched=0.05,
             )
         )
         grounded.append(g)
     calibration = fit_calibration(signals, grounded)
-    reliability = [calibration.reliability(s) for s in signals]
+    assert calibration.features == ("sensitivity", "prob_margin", "log_margin")
+    reliability = [calibration.score(s) for s in signals]
     assert auc(reliability, grounded) > 0.95
-    assert calibration.weights[0] > 0 and calibration.weights[1] > 0
+    assert all(w > 0 for w in calibration.weights)
+    meta = fit_calibration(signals, grounded, META_FEATURES)
+    assert meta.features == META_FEATURES and auc([meta.score(s) for s in signals], grounded) > 0.95
 
 
 def test_sentence_score_and_labels():
-    assert sentence_score([0.9, 0.2, 0.8, 0.4], k=2) == pytest.approx(0.3)
+    assert sentence_score([0.9, 0.2, 0.8, 0.4]) == pytest.approx(0.2)  # T = 4: ceil(0.4) = 1 token
+    assert sentence_score([0.9, 0.2, 0.8, 0.4], fraction=0.5) == pytest.approx(0.3)
     assert sentence_score([]) == 1.0
     assert label_tokens([" Lis", "bon", ".", " Paris"], "Lisbon") == [False, False, None, True]
     question = "In which city does Mara live?"
@@ -69,13 +76,15 @@ def test_masking_the_context_moves_grounded_tokens_more(smol):
     notes = ["Mara lives in Lisbon.", "Teo works as a pilot."]
     question = "In which city does Mara live?"
     prompt, masked = qa_prompt(smol, notes, question), qa_prompt(smol, [], question)
-    grounded = token_signals(smol, prompt, masked, smol.encode("Lisbon"))
+    mismatched = qa_prompt(smol, DEFAULT_MISMATCHED_NOTES, question)
+    grounded = token_signals(smol, prompt, masked, mismatched, smol.encode("Lisbon"))
     # the same answer when the note is not there: nothing in the context supports it
     degraded_prompt = qa_prompt(smol, notes[1:], question)
-    ungrounded = token_signals(smol, degraded_prompt, masked, smol.encode("Lisbon"))
+    ungrounded = token_signals(smol, degraded_prompt, masked, mismatched, smol.encode("Lisbon"))
     # summed over the answer's tokens ("L", "is", "bon"): the sentence-level evidence
-    support = sum(t.counterfactual for t in grounded)
-    assert support > 3.0 and support > sum(t.counterfactual for t in ungrounded) + 3.0
+    support = sum(t.log_margin for t in grounded)
+    assert support > 3.0 and support > sum(t.log_margin for t in ungrounded) + 3.0
+    assert sum(t.prob_margin for t in grounded) > sum(t.prob_margin for t in ungrounded)
     assert sum(t.sensitivity for t in grounded) > sum(t.sensitivity for t in ungrounded)
 
 
@@ -98,10 +107,22 @@ def test_tool_and_quick_script(smol, tmp_path):
     assert [t["token"] for t in result["tokens"]] == [
         smol.tokenizer.decode([i]) for i in smol.encode("parrot")
     ]
-    assert all(0.0 <= t["reliability"] <= 1.0 for t in result["tokens"])
-    assert 0.0 <= result["sentence_reliability"] <= 1.0
+    tokens = result["tokens"]
+    assert all(0.0 <= t["reliability"] <= 1.0 and 0.0 <= t["meta"] <= 1.0 for t in tokens)
+    # T <= 10 answer tokens: ceil(0.1 T) = 1, the sentence scores are the least reliable token's
+    assert result["lowest_tokens"] == 1
+    assert result["sentence_reliability"] == pytest.approx(min(t["reliability"] for t in tokens))
+    assert result["sentence_meta"] == pytest.approx(min(t["meta"] for t in tokens))
+    for t in tokens:
+        p_cf = max(t["p_masked"], t["p_mismatched"])
+        assert t["prob_margin"] == pytest.approx(t["confidence"] - p_cf)
 
     out = tmp_path / "grounding.json"
     assert run_script("grounding_experiment", "--quick", "--quiet", "--out", str(out)) == 0
     payload = json.loads(out.read_text())
-    assert payload["items"] == 8 and set(payload["result"]["token_auc"]) >= {"reliability", "confidence"}
+    result = payload["result"]
+    assert payload["items"] == 8 and set(result["token_auc"]) >= {"reliability", "meta", "confidence"}
+    assert set(result["sentence_auc"]) == {"reliability", "meta", "confidence", "entropy"}
+    calibration = result["calibration"]
+    assert calibration["reliability"]["features"] == ["sensitivity", "prob_margin", "log_margin"]
+    assert calibration["meta"]["features"] == list(META_FEATURES)

@@ -11,6 +11,7 @@ from embodia.agents.methods.hybrid_zo import (
     HybridConfig,
     LoRALinear,
     _perturb,
+    _zo_parameters,
     finetune,
     topic_dataset,
     zo_projected_gradient,
@@ -57,17 +58,45 @@ def test_data_splits_are_disjoint_and_balanced():
     assert [sum(y == k for _, y in test) for k in range(4)] == [len(test) // 4] * 4
 
 
-@pytest.mark.parametrize("mode", ["zo", "lora"])
-def test_memory_and_pass_accounting(mode):
+EMBEDDING = 49_152 * 576  # SmolLM2's token embeddings, tied with the LM head (one tensor)
+BLOCK = 2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536 + 2 * 576  # q, o; k, v; three MLP; two norms
+FINAL_NORM = 576
+
+
+def test_zo_covers_every_weight_but_lora_by_default_or_only_the_blocks(smol):
+    """The documented ZO parameter sets, with their counts and largest noise tensors (float32)."""
+    assert BLOCK == 3_540_096 and smol.model.lm_head.weight is smol.model.model.embed_tokens.weight
+    every_block = set(range(30))
+    paper = _zo_parameters(smol, every_block)  # default: the paper's choice
+    assert sum(p.numel() for p in paper) == sum(p.numel() for p in smol.model.parameters()) == 134_515_008
+    assert sum(p.numel() for p in paper) == EMBEDDING + FINAL_NORM + 30 * BLOCK
+    assert any(p is smol.model.lm_head.weight for p in paper)
+    assert max(p.numel() * 4 for p in paper) == EMBEDDING * 4  # 108.0 MiB of transient noise
+    blocks = _zo_parameters(smol, every_block, "blocks")
+    assert sum(p.numel() for p in blocks) == 30 * BLOCK == 106_202_880
+    assert max(p.numel() * 4 for p in blocks) == 1536 * 576 * 4  # 3.4 MiB
+    assert not any(p is smol.model.model.norm.weight for p in blocks)
+    with pytest.raises(ValueError, match="zo_scope must be one of all, blocks"):
+        _zo_parameters(smol, every_block, "embeddings")
+
+
+@pytest.mark.parametrize(("mode", "scope"), [("zo", "all"), ("zo", "blocks"), ("lora", "all")])
+def test_memory_and_pass_accounting(mode, scope):
     lm = load_local_lm("smollm2", fresh=True)
-    result = finetune(
-        lm, HybridConfig(mode=mode, steps=1, batch_size=2, eval_every=1, zo_layers="29", test_limit=4)
+    config = HybridConfig(
+        mode=mode, steps=1, batch_size=2, eval_every=1, zo_layers="29", zo_scope=scope, test_limit=4
     )
+    result = finetune(lm, config)
     memory = result.memory
     if mode == "zo":
         assert memory["saved_activations"] == 0 and memory["gradients"] == 0
-        assert memory["zo_noise"] == 1536 * 576 * 4  # one MLP projection: the largest block weight
-        assert result.trainable_zo == sum(p.numel() for p in lm.layers[29].parameters())
+        block = sum(p.numel() for p in lm.layers[29].parameters())
+        if scope == "all":  # block 29, the embeddings / LM head and the final norm
+            assert result.trainable_zo == block + EMBEDDING + FINAL_NORM
+            assert memory["zo_noise"] == EMBEDDING * 4  # the largest tensor: the embeddings
+        else:
+            assert result.trainable_zo == block
+            assert memory["zo_noise"] == 1536 * 576 * 4  # one MLP projection: the largest block weight
         assert (result.forward_passes, result.backward_passes) == (2, 0) and result.trainable_fo == 0
     else:
         lora_bytes = result.trainable_fo * 4

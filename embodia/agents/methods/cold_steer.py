@@ -1,22 +1,50 @@
-"""COLD-Steer: activation steering from a few in-context examples, without training (ICLR 2026).
+"""COLD-Steer: activation steering from a few in-context examples, without training.
 
-Given examples (prompt_i, target_i), let L_i = -log p_theta(target_i | prompt_i) and z the output of decoder
-block l (the residual stream). COLD-Steer changes z the way gradient descent on sum_i L_i would, without
-updating any weight:
+Paper: K. Sharma and R. Trivedi, "COLD-Steer: Steering Large Language Models via In-Context One-step
+Learning Dynamics", ICLR 2026, arXiv:2603.06495 (authors' code: github.com/Ksartik/cold-steer).
 
-- unit kernel (``unit_kernel``): treat a shift delta added to z at every position as the parameter,
-  v = d/d delta [ mean_i L_i ] at delta = 0 = mean_i sum_t dL_i / dz_{i,t}  (one backward pass over the
-  examples), and steer every query by  z <- z - eta * v.
-- finite difference (``finite_difference``): take one gradient step on the weights that feed z,
-  theta_eps = theta - eps * grad_theta mean_i L_i, and read the activation change it causes on the *query*
-  x: dz(x) = (z_{theta - eps g}(x) - z_{theta + eps g}(x)) / 2 eps — the neural-tangent-kernel-weighted update, two forward
-  passes per query whatever the number of examples; steer by  z <- z + eta * dz(x).
-- baseline (``mean_difference``, contrastive activation addition): v = mean_i [z(prompt_i + target_i) -
-  z(prompt_i + other_i)] at the last token; z <- z + eta * v.
+Given N examples (x_i, y_i) and Z(x) the output of decoder block l (the residual stream) at the positions
+of an input x, COLD-Steer adds to Z(x) the change one gradient-descent step on the examples' loss would
+cause, without updating any weight:
 
-Strength: every method's shift is rescaled so its (median over positions) norm is ``alpha`` times the
-median norm of z at that layer; ``alpha`` is the one knob, shared by all three methods. Steering is applied
-at the query's prompt positions (and at every generated token when generating).
+    Delta Z*(x) = -(eta / N) * grad_theta Z(x; theta) . sum_i grad_theta L(M(x_i), y_i)        (one-step dynamics)
+
+L_i is the cross-entropy of the continuation y_i given x_i, averaged over its tokens (the reference code's
+``labels`` loss); the examples are averaged. Two approximations avoid the Jacobian:
+
+- unit kernel (``unit_kernel``, COLD-Kernel-Steer with kappa = 1):
+
+      Delta Z(x) = -(eta / N) * sum_i kappa(Z(x), Z(x_i)) * dL_i / dZ(x_i)[t_i],   kappa = 1
+
+  where t_i is the LAST PROMPT TOKEN of example i (the position just before its continuation; the
+  reference code takes ``labels`` index of the first target token - 1). The direction is therefore
+  v = mean_i dL_i/dZ_i[t_i] (one backward pass over the examples), and every query position is shifted by
+  -v. (The gradient reaches Z_i[t_i] through the first target token's prediction and, by attention,
+  through the later ones; positions other than t_i are not summed in.)
+- finite difference (``finite_difference``, COLD-FD-Steer): with g = mean_i grad_theta L_i over the weights
+  that feed Z (embeddings and blocks 0..l),
+
+      Delta Z(x) = -eta * [Z(x; theta + eps g) - Z(x; theta)] / eps                       (paper: forward)
+      Delta Z(x) = -eta * [Z(x; theta + eps g) - Z(x; theta - eps g)] / (2 eps)           (embodia: central)
+
+- baseline (``mean_difference``, contrastive activation addition / DiffMean): v = mean_i [Z(x_i + y_i^+) -
+  Z(x_i + y_i^-)] at the last token; Delta Z = +eta v.
+
+Where embodia deliberately differs from the paper and the reference code:
+
+- **central difference**: the reference code uses a forward difference with an absolute eps = 1e-6 on GPU
+  (``configs/steerer/cold_fd.yaml``). In float32 on CPU a one-sided difference is either too coarse or
+  drowned in round-off (cosine 0.91 between eps and eps/2 here, against > 0.93 for the central one), so
+  embodia uses the central difference (O(eps^2) truncation) with eps relative to the weight norm; it costs
+  one more forward pass per query.
+- **one shared strength**: the paper tunes eta per method (grid {0.1, 1, 2}; the reference configs use
+  eta = 1 for the kernel and 0.01 for FD). embodia rescales every method's shift so its median norm over
+  positions is ``alpha`` times the median norm of Z at that layer, one knob shared by the three methods,
+  so the comparison is of directions at equal strength, not of tuned step sizes.
+- **steered positions**: as the reference code (``steer_masking=all``, ``gen_masking=prompt``), every
+  prompt position of a query is shifted and generated tokens are not (they see the steered prompt through
+  attention); :func:`steered_generate` can also shift generated tokens (``steer_generated=True``: the mean
+  prompt shift for ``finite_difference``), which the paper does not do.
 """
 
 from __future__ import annotations
@@ -209,12 +237,13 @@ def _example_batch(lm: LocalLM, examples: Sequence[SteeringExample], field_name:
 def _example_loss(
     lm: LocalLM, logits: torch.Tensor, ids: torch.Tensor, spans: list[tuple[int, int]]
 ) -> torch.Tensor:
-    """mean_i L_i with L_i = -sum_t log p(continuation token t)."""
+    """mean_i L_i with L_i = -mean_t log p(continuation token t): the reference code's per-example
+    ``labels`` cross-entropy (a mean over the continuation's tokens), averaged over the examples."""
     losses = []
     logp = torch.log_softmax(logits.float(), dim=-1)
     for row, (start, end) in enumerate(spans):
         positions = torch.arange(start - 1, end - 1)
-        losses.append(-logp[row, positions, ids[row, start:end]].sum())
+        losses.append(-logp[row, positions, ids[row, start:end]].mean())
     return torch.stack(losses).mean()
 
 
@@ -226,14 +255,25 @@ def _median_norm(lm: LocalLM, layer: int, examples: Sequence[SteeringExample]) -
 
 
 def unit_kernel_vector(lm: LocalLM, layer: int, examples: Sequence[SteeringExample]) -> torch.Tensor:
-    """-d/d delta mean_i L_i: the descent direction of a shift shared by all positions of layer ``layer``."""
-    delta = torch.zeros(lm.hidden_size, requires_grad=True)
+    """-mean_i dL_i / dZ_i[t_i]: the unit-kernel descent direction, t_i the last prompt token of example i.
+
+    One forward and one backward pass over the right-padded batch: with loss = mean_i L_i, row i of
+    dloss/dZ is dL_i/dZ_i / N (rows do not interact), so summing the rows at t_i gives the mean.
+    """
     ids, mask, spans = _example_batch(lm, examples)
-    with lm.hook(layer, lambda hidden: hidden + delta):
+    captured: list[torch.Tensor] = []
+
+    def as_leaf(hidden: torch.Tensor) -> torch.Tensor:
+        z = hidden.detach().requires_grad_(True)  # the block's output itself; nothing below it is needed
+        captured.append(z)
+        return z
+
+    with torch.enable_grad(), lm.hook(layer, as_leaf):
         logits = lm.model(ids, attention_mask=mask).logits
-    loss = _example_loss(lm, logits, ids, spans)
-    (grad,) = torch.autograd.grad(loss, delta)
-    return -grad.detach()
+        loss = _example_loss(lm, logits, ids, spans)
+        (grad,) = torch.autograd.grad(loss, captured[0])
+    last_prompt = torch.tensor([start - 1 for start, _ in spans])
+    return -grad[torch.arange(len(spans)), last_prompt].sum(0).detach()
 
 
 def mean_difference_vector(lm: LocalLM, layer: int, examples: Sequence[SteeringExample]) -> torch.Tensor:
@@ -348,18 +388,32 @@ def target_probability(
     return probs
 
 
-def steered_generate(lm: LocalLM, prompt: str, steering: Steering | None, max_new_tokens: int = 20) -> str:
-    """Greedy plain-text continuation of ``prompt`` with the steering applied to every position."""
+def steered_generate(
+    lm: LocalLM,
+    prompt: str,
+    steering: Steering | None,
+    max_new_tokens: int = 20,
+    *,
+    steer_generated: bool = False,
+) -> str:
+    """Greedy plain-text continuation of ``prompt`` with the steering on the prompt's positions.
+
+    As the reference code (``gen_masking=prompt``), generated tokens are not shifted; they see the steered
+    prompt through attention. ``steer_generated=True`` also shifts every generated token (by the mean of
+    the prompt's shifts for a per-position ``finite_difference`` edit).
+    """
     ids = lm.encode(prompt)
     if steering is None:
         return lm.generate(prompt, max_new_tokens=max_new_tokens, chat=False)
     shift = steering.shift_for(ids)
     tail = shift.mean(0)
+    passes = [0]
 
-    def edit(hidden: torch.Tensor) -> torch.Tensor:
-        if hidden.shape[1] == len(ids):  # the prompt pass
+    def edit(hidden: torch.Tensor) -> torch.Tensor | None:
+        passes[0] += 1
+        if passes[0] == 1:  # the prompt pass (later passes see one new token each, with the KV cache)
             return hidden + shift
-        return hidden + tail  # generated tokens
+        return hidden + tail if steer_generated else None
 
     with lm.hook(steering.layer, edit):
         return lm.generate(prompt, max_new_tokens=max_new_tokens, chat=False)

@@ -1,13 +1,24 @@
-"""EmotionHallucer: paired yes/no evaluation of emotion hallucinations, and PEP-MEK prompting (ICLR 2026).
+"""EmotionHallucer: paired yes/no evaluation of emotion hallucinations, and PEP-MEK prompting.
+
+Paper: B. Xing, X. Liu, G. Zhao, C. Liu, X. Fu and H. Kalviainen, "EmotionHallucer: Evaluating Emotion
+Hallucinations in Multimodal Large Language Models", ICLR 2026, arXiv:2505.11405.
 
 The benchmark asks each question twice, adversarially: a *basic* question about a true fact or a visible
 emotion, and a *hallucinated* counterpart that states a plausible falsehood. With a_b, a_h in {0, 1} the
-correctness of the two answers over N pairs:
+correctness of the two answers over N pairs, and yhat_q in {yes, no} the answer to question q:
 
     basic accuracy        = mean a_b
     hallucinated accuracy = mean a_h
     pair accuracy         = mean (a_b * a_h)        (the benchmark's score: a pair counts only if both are right)
-    yes ratio             = share of all answers that are "yes";   yes bias = yes ratio - share of "yes" labels
+    yes ratio             = #{q : yhat_q = yes} / 2N
+    yes-percentage difference  Pct_diff = yes ratio - #{q : y_q = yes} / 2N      (``yes_bias``; 0: unbiased)
+    false-positive ratio       r_fp = #{q : yhat_q = yes, y_q = no} / #{q : yhat_q != y_q}
+
+The last two are the paper's bias measures (as in VideoHallucer): Pct_diff > 0 means the model says "yes"
+more often than the labels do; r_fp is the share of the wrong answers that are a wrong "yes" (1: every
+error is a false positive, 0: every error a false negative; undefined, ``None``, without wrong answers).
+An unanswered question is wrong for the accuracies but is neither yes nor no, so it is left out of r_fp's
+count of wrong answers (and counted in ``unanswered``). All of them are also reported per category.
 
 PEP-MEK wraps any back end in four calls — extract knowledge, predict, explain, re-predict:
 
@@ -237,8 +248,11 @@ class PairMetrics:
     pair_accuracy: float
     yes_ratio: float
     yes_bias: float
+    """The paper's yes-percentage difference Pct_diff: yes ratio - share of "yes" labels."""
+    false_positive_ratio: float | None
+    """The paper's r_fp: share of the wrong yes/no answers that are "yes" (None without wrong answers)."""
     unanswered: int
-    by_category: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_category: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
 
 def pair_metrics(
@@ -248,12 +262,15 @@ def pair_metrics(
     if len(pairs) != len(answers) or not pairs:
         raise ValueError("need one (basic, hallucinated) answer per pair, and at least one pair")
 
-    def summary(items: list[tuple[QuestionPair, tuple[bool | None, bool | None]]]) -> dict[str, float]:
+    def summary(
+        items: list[tuple[QuestionPair, tuple[bool | None, bool | None]]],
+    ) -> dict[str, float | None]:
         basic = [a == p.basic.answer for p, (a, _) in items]
         hall = [h == p.hallucinated.answer for p, (_, h) in items]
         given = [x for _, ab in items for x in ab]
         labels = [q.answer for p, _ in items for q in (p.basic, p.hallucinated)]
         yes_ratio = sum(x is True for x in given) / len(given)
+        wrong = [x for x, y in zip(given, labels) if x is not None and x != y]
         return {
             "pairs": len(items),
             "basic_accuracy": sum(basic) / len(items),
@@ -261,6 +278,7 @@ def pair_metrics(
             "pair_accuracy": sum(b and h for b, h in zip(basic, hall)) / len(items),
             "yes_ratio": yes_ratio,
             "yes_bias": yes_ratio - sum(labels) / len(labels),
+            "false_positive_ratio": sum(wrong) / len(wrong) if wrong else None,
         }
 
     items = list(zip(pairs, answers))
@@ -273,6 +291,7 @@ def pair_metrics(
         pair_accuracy=overall["pair_accuracy"],
         yes_ratio=overall["yes_ratio"],
         yes_bias=overall["yes_bias"],
+        false_positive_ratio=overall["false_positive_ratio"],
         unanswered=sum(x is None for ab in answers for x in ab),
         by_category={c: summary([it for it in items if it[0].category == c]) for c in categories},
     )

@@ -1,4 +1,8 @@
-"""Hybrid zeroth-order / first-order fine-tuning: ZO on the base weights, backprop on LoRA (ICLR 2026).
+"""Hybrid zeroth-order / first-order fine-tuning: ZO on the base weights, backprop on LoRA.
+
+Paper: S. Ma, P. Yu and H. Huang, "New Hybrid Fine-Tuning Paradigm for LLMs: Algorithm Design and
+Convergence Analysis Framework", ICLR 2026, arXiv:2604.09940. The ZO estimator is MeZO's (S. Malladi et
+al., "Fine-Tuning Language Models with Just Forward Passes", NeurIPS 2023, arXiv:2305.17333).
 
 The model is split into base weights w (frozen for backprop) and LoRA adapters phi (W x + (a/r) B A x on
 the attention query/value projections). Each step on a minibatch B (drawn by *random reshuffling*: a
@@ -10,6 +14,15 @@ fresh permutation of the training set every epoch, without replacement):
         w <- w - lr_zo * g_hat * z
     first order, adapters:
         phi <- phi - lr_fo * grad_phi L(w, phi)                        (one forward + backward)
+
+Which weights w covers (``zo_scope``): the paper updates the whole LLM by ZO and only the PEFT module by
+backprop, and MeZO perturbs every trainable tensor, so the default ``all`` is every weight of the model
+except the LoRA adapters: the token embeddings (tied with the LM head in SmolLM2, one tensor), the final
+norm and the decoder blocks of ``zo_layers``. ``blocks`` restricts ZO to those decoder blocks (what
+embodia did before). For SmolLM2-135M (``zo_layers="all"``): ``all`` = 134,515,008 ZO weights, the
+largest noise tensor the 49,152 x 576 embedding (108.0 MiB in float32); ``blocks`` = 106,202,880 ZO
+weights, the largest noise tensor one 1,536 x 576 MLP projection (3.4 MiB). The noise is regenerated per
+tensor, so that largest tensor is the transient memory ZO adds.
 
 ``mode="lora"`` does only the second line, ``mode="zo"`` only the first, ``mode="hybrid"`` both (with
 separate learning rates), ``mode="full"`` is plain first-order SGD on everything (memory reference).
@@ -178,6 +191,9 @@ class HybridConfig:
     """LoRA scaling numerator."""
     zo_layers: str = "all"
     """Decoder blocks whose weights the ZO part updates: ``all`` or a range such as ``20-29``."""
+    zo_scope: str = "all"
+    """``all`` (the paper): besides those blocks, ZO also updates the embeddings / tied LM head and the
+    final norm, i.e. every weight but the LoRA adapters; ``blocks``: only the decoder blocks."""
     eval_every: int = 20
     """Test accuracy every this many steps."""
     seed: int = 0
@@ -260,11 +276,29 @@ def _parse_layers(spec: str, n_layers: int) -> set[int]:
     return set(range(first, last + 1))
 
 
-def _zo_parameters(lm: LocalLM, layers: set[int]) -> list[nn.Parameter]:
+ZO_SCOPES = ("all", "blocks")
+
+
+def _zo_parameters(lm: LocalLM, layers: set[int], scope: str = "all") -> list[nn.Parameter]:
+    """The base weights the ZO part updates, in ``named_parameters`` order (a tied weight once), no LoRA.
+
+    ``all``: the decoder blocks in ``layers`` and every weight outside the blocks (embeddings, LM head,
+    final norm); ``blocks``: the decoder blocks in ``layers`` only.
+    """
+    if scope not in ZO_SCOPES:
+        raise ValueError(f"zo_scope must be one of {', '.join(ZO_SCOPES)}, got {scope!r}")
+    blocks = {id(layer): index for index, layer in enumerate(lm.layers)}
+    in_block: dict[int, int] = {}
+    for layer in lm.layers:
+        for p in layer.parameters():
+            in_block[id(p)] = blocks[id(layer)]
     params = []
-    for index, layer in enumerate(lm.layers):
-        if index in layers:
-            params += [p for n, p in layer.named_parameters() if "lora_" not in n]
+    for name, p in lm.model.named_parameters():
+        if "lora_" in name:
+            continue
+        block = in_block.get(id(p))
+        if (block is None and scope == "all") or (block is not None and block in layers):
+            params.append(p)
     return params
 
 
@@ -319,6 +353,8 @@ def finetune(
     """Fine-tune ``lm`` in place (use a fresh copy) and measure accuracy, memory and passes."""
     if config.mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {config.mode!r}")
+    if config.zo_scope not in ZO_SCOPES:
+        raise ValueError(f"zo_scope must be one of {', '.join(ZO_SCOPES)}, got {config.zo_scope!r}")
     torch.manual_seed(config.seed)
     train, test = topic_dataset("train", config.seed), topic_dataset("test", config.seed)[: config.test_limit]
     model = lm.model
@@ -333,7 +369,7 @@ def finetune(
                 lora_params += [wrapped.lora_a, wrapped.lora_b]
     fo_params = list(model.parameters()) if config.mode == "full" else lora_params
     zo_params = (
-        _zo_parameters(lm, _parse_layers(config.zo_layers, lm.num_layers))
+        _zo_parameters(lm, _parse_layers(config.zo_layers, lm.num_layers), config.zo_scope)
         if config.mode in ("zo", "hybrid")
         else []
     )

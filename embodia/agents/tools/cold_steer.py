@@ -40,16 +40,19 @@ class ColdSteerArgs:
     builtin_behaviour: Literal["negative", "positive"] = "negative"
     """Target of the built-in opinion examples/queries: negative or positive words."""
     generate_tokens: int = 0
-    """Also generate this many steered tokens per query (0: only probabilities)."""
+    """Also generate this many tokens per query with the prompt steered (0: only probabilities)."""
+    steer_generated_tokens: bool = False
+    """Also shift the generated tokens' activations (the paper steers only the prompt's positions)."""
     model: ModelSpec = "smollm2"
     """A known model name or a local model folder / .gguf file."""
 
 
 @tool("cold_steer")
 def cold_steer(args: ColdSteerArgs, progress: Progress = no_progress) -> dict:
-    """COLD-Steer: build an activation steering edit from a handful of examples without training (unit-kernel
-    gradient, or finite difference with two forward passes; mean-difference baseline) and apply it to the
-    queries; returns p(target) before/after and optional steered generations."""
+    """COLD-Steer: build an activation steering edit from a handful of examples without training (unit kernel:
+    the examples' mean loss gradient at their last prompt token; finite difference with two forward passes;
+    mean-difference baseline) and apply it to the queries; returns p(target) before/after and optional
+    steered generations."""
     from embodia.agents.llm import load_local_lm
     from embodia.agents.methods.cold_steer import (
         SteeringExample,
@@ -92,7 +95,9 @@ def cold_steer(args: ColdSteerArgs, progress: Progress = no_progress) -> dict:
         if q.prompt in probs:
             entry["p_target_before"], entry["p_target_after"] = probs[q.prompt]
         if args.generate_tokens > 0:
-            entry["generation"] = steered_generate(lm, q.prompt, steering, args.generate_tokens)
+            entry["generation"] = steered_generate(
+                lm, q.prompt, steering, args.generate_tokens, steer_generated=args.steer_generated_tokens
+            )
         out["queries"].append(entry)
     if measurable:
         out["mean_p_target_before"] = sum(before) / len(before)

@@ -40,7 +40,8 @@ class EmotionHallucerArgs:
 @tool("emotion_hallucer")
 def emotion_hallucer(args: EmotionHallucerArgs, progress: Progress = no_progress) -> dict:
     """EmotionHallucer evaluation: ask each adversarial basic/hallucinated yes-no question pair and report
-    pair accuracy (both right), basic and hallucinated accuracy, and yes-bias, overall and per category;
+    pair accuracy (both right), basic and hallucinated accuracy, and the bias measures (yes-percentage
+    difference ``yes_bias``, false-positive ratio ``false_positive_ratio``), overall and per category;
     optionally through PEP-MEK prompting."""
     from embodia.agents.llm import load_lm
     from embodia.agents.methods.emotion_hallucer import evaluate, load_pairs

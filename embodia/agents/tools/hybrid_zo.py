@@ -28,6 +28,9 @@ class HybridArgs:
     """LoRA rank on the query/value projections."""
     zo_layers: str = "all"
     """Decoder blocks updated by ZO: 'all' or a range like '20-29'."""
+    zo_scope: Literal["all", "blocks"] = "all"
+    """all (the paper): ZO also updates the embeddings / tied LM head and the final norm, every weight but
+    LoRA; blocks: only the decoder blocks (the largest noise tensor is then 3.4 MiB instead of 108 MiB)."""
     eval_every: int = 20
     """Test accuracy every this many steps."""
     seed: int = 0
@@ -55,6 +58,7 @@ def hybrid_finetune(args: HybridArgs, progress: Progress = no_progress) -> dict:
         mu=args.mu,
         lora_rank=args.lora_rank,
         zo_layers=args.zo_layers,
+        zo_scope=args.zo_scope,
         eval_every=args.eval_every,
         seed=args.seed,
     )

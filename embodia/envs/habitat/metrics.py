@@ -7,12 +7,23 @@ Agents", 2018):
 
 - success ``S = 1`` iff the agent called STOP with ``d_T < success_distance`` (0.2 m for PointNav; for
   ObjectNav the goal is the set of view points around the objects and the threshold 0.1 m);
-- ``SPL = S * l / max(p, l)``;
-- ``soft-SPL = max(0, 1 - d_T / l) * l / max(p, l)`` (success replaced by progress toward the goal);
+- ``SPL = S * l / max(l, p)``;
+- ``soft-SPL = max(0, 1 - d_T / l) * l / max(l, p)`` (success replaced by progress toward the goal);
 - ``distance_to_goal = d_t``, the geodesic distance after step ``t``;
 - ``collisions``: the number of steps whose motion was cut short by an obstacle.
 
 The dense reward is habitat-lab's PointNav reward: ``r_t = (d_{t-1} - d_t) - 0.01`` plus 2.5 on success.
+
+Degenerate episodes follow habitat-lab's ``SPL`` / ``SoftSPL`` measures (``habitat/tasks/nav/nav.py``),
+which compute exactly these products, ``ep_success * (l / max(l, p))``, with no special case. With a
+zero-length shortest path (the start already at the goal) and a zero-length agent path (the agent only
+turned, or stopped at once) the ratio is 0 / 0: NaN, whether or not the episode succeeded (``0 * NaN``),
+so such an episode has no SPL rather than a perfect one (habitat-lab gets NaN where the distances are
+NumPy scalars; with habitat-sim's Python-float geodesic distance the same division raises
+``ZeroDivisionError``). With ``l = 0`` and ``p > 0`` SPL is 0 even on success. An unreachable goal
+(``l = inf``) gives ``inf / inf``: NaN. soft-SPL gets the same ratio, times
+``max(0, 1 - d_T / l)`` (``d_T / 0`` is inf, or NaN when ``d_T = 0``; ``max(0, NaN)`` is 0 as in Python).
+Means over episodes must therefore skip NaN (or report how many episodes had none).
 """
 
 from __future__ import annotations
@@ -40,21 +51,29 @@ def success(stop_called: bool, distance_to_goal: float, success_distance: float)
     return bool(stop_called) and float(distance_to_goal) < float(success_distance)
 
 
+def _path_ratio(shortest: float, agent: float) -> float:
+    """habitat-lab's ``l / max(l, p)`` in IEEE arithmetic: 0 / 0 and inf / inf are NaN, not an error."""
+    denominator = max(shortest, agent)  # Python's max: the first argument when they are equal, as habitat-lab
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.float64(shortest) / np.float64(denominator))
+
+
 def spl(is_success: bool, shortest_path_length: float, agent_path_length: float) -> float:
-    """Success weighted by (normalised inverse) path length: ``S * l / max(p, l)``."""
-    if not is_success:
-        return 0.0
-    denominator = max(float(agent_path_length), float(shortest_path_length))
-    return 1.0 if denominator <= 0.0 else float(shortest_path_length) / denominator
+    """Success weighted by (normalised inverse) path length: ``S * l / max(l, p)``, habitat-lab's formula.
+
+    NaN when ``l = p = 0`` (and when ``l`` is infinite), successful or not; see the module docstring.
+    """
+    ratio = _path_ratio(float(shortest_path_length), float(agent_path_length))
+    return float(bool(is_success)) * ratio
 
 
 def soft_spl(final_distance: float, shortest_path_length: float, agent_path_length: float) -> float:
-    """habitat-lab's soft-SPL: ``max(0, 1 - d_T / l) * l / max(p, l)``."""
+    """habitat-lab's soft-SPL: ``max(0, 1 - d_T / l) * l / max(l, p)`` (NaN when ``l = p = 0``)."""
     shortest = float(shortest_path_length)
-    if shortest <= 0.0 or not math.isfinite(shortest):
-        return 0.0
-    progress = max(0.0, 1.0 - float(final_distance) / shortest)
-    return progress * shortest / max(float(agent_path_length), shortest)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        covered = float(np.float64(final_distance) / np.float64(shortest))
+    progress = max(0.0, 1.0 - covered)  # max(0, NaN) is 0, as in habitat-lab
+    return progress * _path_ratio(shortest, float(agent_path_length))
 
 
 @dataclass

@@ -64,3 +64,44 @@ def test_episode_metrics_accumulate_steps_collisions_and_reward():
     restored.from_array(metrics.to_array())
     assert restored.as_dict() == metrics.as_dict()
     assert math.isinf(EpisodeMetrics(0.2).distance_to_goal)
+
+
+def _habitat_lab_spl(success: float, shortest, agent):
+    """habitat-lab's ``SPL.update_metric`` expression verbatim, on NumPy scalars (nav.py)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return success * (shortest / max(shortest, agent))
+
+
+def _habitat_lab_soft_spl(final, shortest, agent):
+    """habitat-lab's ``SoftSPL.update_metric`` expression verbatim, on NumPy scalars (nav.py)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return max(0, (1 - final / shortest)) * (shortest / max(shortest, agent))
+
+
+@pytest.mark.parametrize(
+    ("is_success", "shortest", "agent", "final"),
+    [
+        (True, 0.0, 0.0, 0.0),  # start on the goal, STOP at once: no SPL (not a perfect 1.0)
+        (False, 0.0, 0.0, 0.0),  # ... and without success: 0 * NaN is still NaN
+        (True, 0.0, 0.5, 0.1),  # start on the goal, wander, come back: 0 even on success
+        (False, math.inf, 0.0, math.inf),  # unreachable goal: inf / inf
+        (True, 4.0, 8.0, 0.1),  # an ordinary episode, for comparison
+    ],
+)
+def test_degenerate_episodes_match_habitat_lab(is_success, shortest, agent, final):
+    f64 = np.float64
+    expected_spl = _habitat_lab_spl(f64(float(is_success)), f64(shortest), f64(agent))
+    expected_soft = _habitat_lab_soft_spl(f64(final), f64(shortest), f64(agent))
+    np.testing.assert_equal(spl(is_success, shortest, agent), expected_spl)
+    np.testing.assert_equal(soft_spl(final, shortest, agent), expected_soft)
+
+
+def test_zero_length_episode_has_no_spl():
+    """The case embodia used to score 1.0: shortest path 0, agent path 0, STOP inside the radius."""
+    assert math.isnan(spl(True, 0.0, 0.0)) and math.isnan(spl(False, 0.0, 0.0))
+    assert spl(True, 0.0, 0.5) == 0.0
+    metrics = EpisodeMetrics(success_distance=0.2)
+    metrics.reset((1.0, 0.0, 2.0), 0.0)
+    assert math.isnan(metrics.as_dict()["spl"])  # already at reset, as habitat-lab's reset_metric
+    metrics.update((1.0, 0.0, 2.0), 0.0, collided=False, stop_called=True)  # turn-free STOP on the goal
+    assert metrics.success and math.isnan(metrics.spl) and math.isnan(metrics.soft_spl)
