@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from embodia.core.interrupts import held_interrupt
 from embodia.data.store import TrajectoryStore
 
 #: a function applied to every finished episode's arrays before it is stored (e.g. relabelling terminals)
@@ -140,8 +141,9 @@ class EpisodeRecorder(EpisodeBuffer):
     def flush(self) -> None:
         """Commit every finished episode that is still pending."""
         if self._pending:
-            pending, self._pending = self._pending, []
-            self.store.add_episodes(pending)
+            with held_interrupt():  # Ctrl-C waits until the write is done and the queue is empty
+                self.store.add_episodes(self._pending)
+                self._pending = []
         self._last_commit = time.monotonic()
 
     @property

@@ -34,6 +34,7 @@ from typing import Any
 
 from embodia.core.errors import EmbodiaError
 from embodia.core.extras import missing_extra
+from embodia.core.interrupts import interrupt_flag
 from embodia.core.policy import Policy
 from embodia.data.recorder import EpisodeBuffer, EpisodeRecorder, EpisodeTransform
 from embodia.data.store import TrajectoryStore
@@ -250,38 +251,47 @@ def run_parallel(
         in_flight = max(2, 2 * int(ray.cluster_resources().get("CPU", workers)))
         started = time.perf_counter()
         done: dict[int, EpisodeOutcome] = {}
-        committed, interrupted = 0, False
+        committed = 0
         pending: dict[Any, int] = {}
         queue = iter(tasks)
-        try:
-            for task in queue:
-                pending[remote.remote(task, shared)] = task.index
-                if len(pending) >= in_flight:
-                    break
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                ref = ready[0]
-                index = pending.pop(ref)
-                outcome = _result(ray, ref)
-                if index not in done:  # a retried task can never count twice
-                    done[index] = outcome
-                    if on_episode is not None:
-                        on_episode(outcome.stats)
-                committed = _commit_in_order(recorder, done, committed)
+        # Ctrl-C only sets a flag here (on the main thread), so it can never land between handing an
+        # episode to the recorder and counting it, or inside a store write: the loop stops at the next wait
+        with interrupt_flag() as stop:
+            try:
                 for task in queue:
                     pending[remote.remote(task, shared)] = task.index
-                    break
-        except KeyboardInterrupt:
-            interrupted = True
-            for ref in pending:
-                ray.cancel(ref, force=True)
-        finally:
-            if recorder is not None:
-                # every finished episode is kept: in order, past any gap a cancelled episode left
-                for index in sorted(i for i in done if i >= committed):
-                    if done[index].episode is not None:
-                        recorder.add_finished(done[index].episode)
-                recorder.flush()
+                    if len(pending) >= in_flight:
+                        break
+                while pending and not stop.requested:
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_SECONDS)
+                    if not ready:
+                        continue
+                    ref = ready[0]
+                    index = pending.pop(ref)
+                    outcome = _result(ray, ref)
+                    if index not in done:  # a retried task can never count twice
+                        done[index] = outcome
+                        if on_episode is not None:
+                            on_episode(outcome.stats)
+                    committed = _commit_in_order(recorder, done, committed)
+                    if not stop.requested:
+                        for task in queue:
+                            pending[remote.remote(task, shared)] = task.index
+                            break
+            except KeyboardInterrupt:  # off the main thread, or a second Ctrl-C while stopping
+                stop.requested = True
+                raise
+            finally:
+                if stop.requested:
+                    for ref in pending:
+                        ray.cancel(ref, force=True)
+                if recorder is not None:
+                    # every finished episode is kept: in order, past any gap a cancelled episode left
+                    for index in sorted(i for i in done if i >= committed):
+                        if done[index].episode is not None:
+                            recorder.add_finished(done[index].episode)
+                    recorder.flush()
+        interrupted = stop.requested
     ordered = [done[i] for i in sorted(done)]
     recorded = [o for o in ordered if o.episode is not None]
     for offset, outcome in enumerate(recorded):  # committed in index order, after what the store held
@@ -293,6 +303,10 @@ def run_parallel(
         row["steps"] += outcome.stats.length
         row["seconds"] += outcome.seconds
     return ParallelRun([o.stats for o in ordered], summary, interrupted, time.perf_counter() - started)
+
+
+_POLL_SECONDS = 0.2
+"""How often the driver looks at the Ctrl-C flag while it waits for an episode."""
 
 
 def _result(ray: Any, ref: Any) -> EpisodeOutcome:

@@ -185,6 +185,48 @@ def test_workers_without_ray_installed_is_one_line():
     assert "needs the 'ray' part of embodia" in lines[0] and "pip install 'embodia[ray]'" in lines[0]
 
 
+# Ctrl-C delivered at the worst moment: inside the store write of the driver's in-order commit (the
+# store's add_episodes sends SIGINT to its own process once 3 episodes are in). Before the fix, the
+# KeyboardInterrupt left the commit counter behind the store and the episodes were written twice.
+_CTRL_C_IN_A_WRITE = """
+import os, signal, sys
+from embodia.data.store import TrajectoryStore
+from embodia.runner.parallel import run_parallel
+
+write = TrajectoryStore.add_episodes
+def add_episodes(self, episodes):
+    write(self, episodes)
+    if self.num_episodes >= 3 and not getattr(add_episodes, "fired", False):
+        add_episodes.fired = True
+        os.kill(os.getpid(), signal.SIGINT)
+TrajectoryStore.add_episodes = add_episodes
+
+store = TrajectoryStore(sys.argv[1], mode="a")
+run = run_parallel("embodia/PointMaze-Medium-v0", "random", episodes=24, seed=0, workers=2,
+                   address=sys.argv[2], max_steps=40, store=store, commit_every=0.0)
+print(run.interrupted, len(run.episodes))
+"""
+
+
+def test_ctrl_c_inside_a_store_write_loses_and_duplicates_nothing(cluster, tmp_path):
+    store = tmp_path / "stopped.zarr"
+    result = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_A_WRITE, str(store), cluster["address"]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=cluster["env"],
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    interrupted, finished = result.stdout.split()[-2:]
+    assert interrupted == "True" and 3 <= int(finished) < 24
+    kept = TrajectoryStore(store)
+    seeds = kept.episodes_table()["seed"].tolist()
+    assert seeds == sorted(set(seeds)) and len(seeds) == int(finished)  # each finished episode once, in order
+    kept.verify()
+
+
 def test_ctrl_c_stops_the_workers_and_keeps_every_finished_episode(cluster, tmp_path):
     store = tmp_path / "stopped.zarr"
     args = ("run", "embodia/CubeSingle-v0", "--policy", "random", "--episodes", "40", "--seed", "0")
