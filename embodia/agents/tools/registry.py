@@ -58,6 +58,9 @@ _TOOL_MODULES = (
     "embodia.agents.tools.hybrid_zo",
     "embodia.agents.tools.emotion_hallucer",
     "embodia.agents.tools.grounding",
+    "embodia.agents.tools.spatial_dise",
+    "embodia.agents.tools.peer_effects",
+    "embodia.agents.tools.explainer",
 )
 
 _TOOLS: dict[str, Tool] = {}
