@@ -73,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", choices=["full", "reduced"], default="full")
     parser.add_argument("--generators", nargs="+", choices=GENERATORS, default=list(GENERATORS))
     parser.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS))
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=5, help="how many seeds")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds first .. first + seeds - 1 (5: unseen in development)",
+    )
     parser.add_argument("--n", type=int, default=300, help="units per network")
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (small graphs: 1 is fastest)")
@@ -107,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 "units": [],
                 "runs": {name: {metric: [] for metric in METRICS} for name in RUNS},
             }
-            for seed in range(seeds):
+            for seed in range(args.first_seed, args.first_seed + seeds):
                 data = synthetic_network(generator, mechanism, n=n, seed=seed)
                 setting["units"].append(data.n)
                 for name, choice in RUNS.items():
@@ -150,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         {
             "grid": grid,
             "seeds": seeds,
+            "first_seed": args.first_seed,
             "n": n,
             "epochs": epochs,
             "models": RUNS,
