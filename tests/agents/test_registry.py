@@ -24,6 +24,8 @@ EXPECTED = {
     "spatial_dise_export",
     "peer_effects",
     "explain_features",
+    "laplacian_attention_check",
+    "parallel_decode",
 }
 
 

@@ -61,6 +61,8 @@ _TOOL_MODULES = (
     "embodia.agents.tools.spatial_dise",
     "embodia.agents.tools.peer_effects",
     "embodia.agents.tools.explainer",
+    "embodia.agents.tools.laplacian_attention",
+    "embodia.agents.tools.parallel_decode",
 )
 
 _TOOLS: dict[str, Tool] = {}

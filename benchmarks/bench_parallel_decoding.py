@@ -1,0 +1,97 @@
+"""Learn2PD decoding speed: wall-clock per answer and forward passes per strategy, ratios vs one token per pass.
+
+    python -m benchmarks.bench_parallel_decoding [--quick] [--model runs/agents/learn2pd_model]
+
+Uses the LM + filter saved by ``scripts/learn2pd_experiment.py --save`` when the folder exists, otherwise
+trains a small one here (``shuffle`` task). Every strategy decodes the same held-out prompts as one batch,
+``repeats`` times interleaved (one torch thread); ratios are medians of per-repeat ratios to ``one``.
+Writes ``benchmarks/results/parallel_decoding.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from benchmarks._common import interleaved, markdown_table, save
+from embodia.agents.methods.learn2pd.decode import parallel_decode
+from embodia.agents.methods.learn2pd.pipeline import build, load
+from embodia.agents.methods.learn2pd.tasks import check, make_batch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--model", default="runs/agents/learn2pd_model")
+    parser.add_argument("--tau", type=float, default=0.9)
+    parser.add_argument("--rho", type=float, default=0.9)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    if Path(args.model, "filter.safetensors").exists() and not args.quick:
+        trained, source = load(args.model), args.model
+    else:
+        steps = 40 if args.quick else 1500
+        trained, source = (
+            build("shuffle", steps, 0, 64 if args.quick else 512),
+            f"trained here ({steps} steps)",
+        )
+    model, f = trained.model, trained.accept_filter
+    task, length = model.config.task, model.config.max_len
+    n, repeats = (32, 2) if args.quick else (256, 5)
+    prompts, _ = make_batch(task, n, length, torch.Generator().manual_seed(123))
+    configs = {
+        "one": {},
+        f"threshold {args.tau}": {"strategy": "threshold", "threshold": args.tau},
+        "filter": {"strategy": "filter", "accept_filter": f, "filter_threshold": args.rho},
+        "filter+eotp": {"strategy": "filter+eotp", "accept_filter": f, "filter_threshold": args.rho},
+    }
+    stats = {}
+
+    def runner(name, kw):
+        def run() -> float:
+            out = parallel_decode(model, prompts, length, **kw)
+            stats[name] = {
+                "accuracy": check(task, prompts, out.tokens).float().mean().item(),
+                "passes": out.passes.float().mean().item(),
+            }
+            return n
+
+        return run
+
+    rates = interleaved({name: runner(name, kw) for name, kw in configs.items()}, repeats)
+    rows, payload = [], {"model": source, "task": task, "prompts": n, "repeats": repeats, "strategies": {}}
+    for name in configs:
+        ratio = 1.0 if name == "one" else rates[f"{name}/one"]
+        s = stats[name] | {
+            "answers_per_s": rates[name],
+            "ms_per_answer": 1000 / rates[name],
+            "wallclock_speedup": ratio,
+            "pass_speedup": stats["one"]["passes"] / stats[name]["passes"],
+        }
+        payload["strategies"][name] = s
+        rows.append(
+            [
+                name,
+                f"{s['accuracy']:.1%}",
+                f"{s['passes']:.2f}",
+                f"{s['pass_speedup']:.2f}x",
+                f"{s['ms_per_answer']:.3f}",
+                f"{ratio:.2f}x",
+            ]
+        )
+    print(f"model: {source}; task {task}; {n} prompts decoded as one batch; {repeats} repeats")
+    print(
+        markdown_table(
+            ["strategy", "accuracy", "forward passes", "passes ratio", "ms / answer", "wall-clock ratio"],
+            rows,
+        )
+    )
+    if not args.quick:
+        print(f"wrote {save('parallel_decoding', payload)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Neural-network layers shared by embodia's models; depends on torch and embodia.core only."""
