@@ -26,6 +26,8 @@ EXPECTED = {
     "explain_features",
     "laplacian_attention_check",
     "parallel_decode",
+    "token_perception",
+    "compress_transformer",
 }
 
 

@@ -63,6 +63,8 @@ _TOOL_MODULES = (
     "embodia.agents.tools.explainer",
     "embodia.agents.tools.laplacian_attention",
     "embodia.agents.tools.parallel_decode",
+    "embodia.agents.tools.vppo",
+    "embodia.agents.tools.flow_of_ranks",
 )
 
 _TOOLS: dict[str, Tool] = {}
