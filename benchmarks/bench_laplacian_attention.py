@@ -1,16 +1,28 @@
-"""LaplacianFormer attention vs torch's softmax ``scaled_dot_product_attention``, 1k to 16k tokens.
+"""LaplacianFormer attention vs torch's softmax ``scaled_dot_product_attention``, 1k to 16k tokens,
+forward only and forward + backward.
 
-    python -m benchmarks.bench_laplacian_attention [--quick]
+    python -m benchmarks.bench_laplacian_attention [--quick] [--max-backward-tokens N]
 
 Batch 1, one head, head dim 64, random inputs; Laplacian attention with m = 64 landmarks and 6
-Newton-Schulz iterations (:func:`embodia.nn.laplacian_attention.laplacian_attention`). Time: the median of
-``repeats`` forward passes (no grad), interleaved with SDPA in the same process; the ratio is the median of
-per-repeat ratios (drift cancels). Torch runs one intra-op thread by default (``--threads``): on a shared, loaded
-machine, multi-threaded passes stall waiting for a descheduled thread and the timings become noise. Memory: the peak resident-set growth of one forward pass, each method
-and size in a fresh subprocess: RSS (``/proc/self/statm``) sampled every 0.5 ms by a thread during the pass,
-minus RSS just before it (inputs allocated, a small warm-up pass done). It is what the process took from the
-machine, allocator caching included; a pass shorter than a few ms can be missed and sizes under ~1 MiB are
-noise. Linux only. ``--quick`` runs 1k and 2k only. Raw numbers go to
+Newton-Schulz iterations (:func:`embodia.nn.laplacian_attention.laplacian_attention`).
+
+Time. Forward: the median of ``repeats`` forward passes (no grad), interleaved with SDPA in the same
+process; the ratio is the median of per-repeat ratios (drift cancels). Forward + backward: the same with
+q, k, v requiring grad, one repeat = ``out = attn(q, k, v); out.sum().backward()`` (grads reset to None
+before each repeat, so the grads of q, k, v are allocated in every repeat). Torch runs one intra-op thread by
+default (``--threads``): on a shared, loaded machine, multi-threaded passes stall waiting for a descheduled
+thread and the timings become noise.
+
+Memory: the peak resident-set growth of one pass, each method, size and mode in a fresh subprocess: RSS
+(``/proc/self/statm``) sampled every 0.5 ms by a thread during the pass, minus RSS just before it (inputs
+allocated, a small warm-up pass of the same mode done; the output is kept until after the last sample).
+Forward: one no-grad forward. Forward + backward: the forward that saves tensors for backward, then
+``out.sum().backward()``; the peak includes the saved activations, backward temporaries and the three input
+grads (3 x N x 64 floats: 12 MiB at 16k). It is what the process took from the machine, allocator caching
+included; a pass shorter than a few ms can be missed and sizes under ~1 MiB are noise. Linux only.
+
+``--quick`` runs 1k and 2k only (two repeats). ``--max-backward-tokens`` skips the forward + backward
+measurement above that length (reported as null / "-"), default: no cap. Raw numbers go to
 ``benchmarks/results/laplacian_attention.json``.
 """
 
@@ -23,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -37,51 +50,76 @@ _MEMORY_CHILD = """
 import os, sys, threading, time, torch
 import torch.nn.functional as F
 from embodia.nn.laplacian_attention import laplacian_attention
-method, n, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+method, n, dim, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5]
 torch.set_num_threads(int(sys.argv[4]))
+grad = mode == "backward"
 page = os.sysconf("SC_PAGE_SIZE")
 def rss():
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * page
-q, k, v = (torch.randn(1, 1, n, dim) * dim**-0.5 for _ in range(3))
+def inputs(size):
+    return [(torch.randn(1, 1, size, dim) * dim**-0.5).requires_grad_(grad) for _ in range(3)]
 run = lambda a, b, c: F.scaled_dot_product_attention(a, b, c) if method == "sdpa" else laplacian_attention(a, b, c, 64, 6)
+def step(a, b, c):
+    out = run(a, b, c)
+    if grad:
+        out.sum().backward()
+    return out
+q, k, v = inputs(n)
 peak, done = [0], threading.Event()
 def sample():
     while not done.is_set():
         peak[0] = max(peak[0], rss())
         time.sleep(0.0005)
-with torch.no_grad():
-    run(*(t[..., :128, :] for t in (q, k, v)))
+with torch.set_grad_enabled(grad):
+    step(*inputs(128))
     before = rss()
     thread = threading.Thread(target=sample)
     thread.start()
-    out = run(q, k, v)
+    out = step(q, k, v)
     peak[0] = max(peak[0], rss())
     done.set()
     thread.join()
 print(max(peak[0] - before, 0) / 2**20)
 """
+MODES = ("forward", "backward")
 
 
-def _inputs(n: int) -> tuple[torch.Tensor, ...]:
+def _inputs(n: int, grad: bool = False) -> tuple[torch.Tensor, ...]:
     gen = torch.Generator().manual_seed(n)
-    return tuple(torch.randn(1, 1, n, DIM, generator=gen) * DIM**-0.5 for _ in range(3))
+    return tuple(
+        (torch.randn(1, 1, n, DIM, generator=gen) * DIM**-0.5).requires_grad_(grad) for _ in range(3)
+    )
 
 
-def time_pair(n: int, repeats: int) -> dict:
-    q, k, v = _inputs(n)
-    fns = {
+def time_pair(n: int, repeats: int, mode: str = "forward") -> dict:
+    """Median seconds per method and median per-repeat ratio SDPA / Laplacian, methods interleaved.
+
+    ``mode="forward"``: one no-grad forward pass; ``mode="backward"``: forward + ``out.sum().backward()``.
+    """
+    grad = mode == "backward"
+    q, k, v = _inputs(n, grad)
+    attns = {
         "sdpa": lambda: F.scaled_dot_product_attention(q, k, v),
         "laplacian": lambda: laplacian_attention(q, k, v, LANDMARKS, ITERATIONS),
     }
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    with torch.no_grad():
-        for fn in fns.values():
-            fn()  # warm-up
+
+    def step(attn: Callable[[], torch.Tensor]) -> None:
+        if grad:
+            for t in (q, k, v):
+                t.grad = None
+            attn().sum().backward()
+        else:
+            attn()
+
+    times: dict[str, list[float]] = {name: [] for name in attns}
+    with torch.set_grad_enabled(grad):
+        for attn in attns.values():
+            step(attn)  # warm-up
         for _ in range(repeats):
-            for name, fn in fns.items():
+            for name, attn in attns.items():
                 start = time.perf_counter()
-                fn()
+                step(attn)
                 times[name].append(time.perf_counter() - start)
     return {
         "sdpa_s": statistics.median(times["sdpa"]),
@@ -90,10 +128,11 @@ def time_pair(n: int, repeats: int) -> dict:
     }
 
 
-def peak_memory_mib(method: str, n: int) -> float:
+def peak_memory_mib(method: str, n: int, mode: str = "forward") -> float:
+    """Peak RSS growth (MiB) of one pass (``mode``: forward or forward + backward) in a fresh subprocess."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_CHILD, method, str(n), str(DIM), str(torch.get_num_threads())],
+        [sys.executable, "-c", _MEMORY_CHILD, method, str(n), str(DIM), str(torch.get_num_threads()), mode],
         capture_output=True,
         text=True,
         check=True,
@@ -102,39 +141,54 @@ def peak_memory_mib(method: str, n: int) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def measure(n: int, repeats: int, mode: str) -> tuple[dict, list[str]]:
+    """Timing and memory of both methods at ``n`` tokens in ``mode``: the JSON record and a table row."""
+    timing = time_pair(n, repeats, mode)
+    memory = {m: peak_memory_mib(m, n, mode) for m in ("sdpa", "laplacian")}
+    ratio = memory["sdpa"] / memory["laplacian"] if memory["laplacian"] > 0.5 else None
+    record = {**timing, "sdpa_mib": memory["sdpa"], "laplacian_mib": memory["laplacian"]}
+    row = [
+        str(n),
+        f"{timing['sdpa_s'] * 1e3:.1f}",
+        f"{timing['laplacian_s'] * 1e3:.1f}",
+        f"{timing['speedup']:.2f}x",
+        f"{memory['sdpa']:.1f}",
+        f"{memory['laplacian']:.1f}",
+        "-" if ratio is None else f"{ratio:.1f}x",
+    ]
+    return record, row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1k and 2k tokens only")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=None, help="results JSON (default benchmarks/results/...)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (both methods)")
+    parser.add_argument(
+        "--max-backward-tokens", type=int, default=None, help="skip forward + backward above this length"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     tokens = QUICK_TOKENS if args.quick else TOKENS
     repeats = 2 if args.quick else args.repeats
-    rows, results = [], []
+    rows: dict[str, list[list[str]]] = {mode: [] for mode in MODES}
+    results = []
     for n in tokens:
-        timing = time_pair(n, repeats)
-        memory = {m: peak_memory_mib(m, n) for m in ("sdpa", "laplacian")}
-        ratio = memory["sdpa"] / memory["laplacian"] if memory["laplacian"] > 0.5 else None
-        results.append(
-            {"tokens": n, **timing, "sdpa_mib": memory["sdpa"], "laplacian_mib": memory["laplacian"]}
-        )
-        rows.append(
-            [
-                str(n),
-                f"{timing['sdpa_s'] * 1e3:.1f}",
-                f"{timing['laplacian_s'] * 1e3:.1f}",
-                f"{timing['speedup']:.2f}x",
-                f"{memory['sdpa']:.1f}",
-                f"{memory['laplacian']:.1f}",
-                "-" if ratio is None else f"{ratio:.1f}x",
-            ]
-        )
+        forward, row = measure(n, repeats, "forward")
+        rows["forward"].append(row)
+        if args.max_backward_tokens is None or n <= args.max_backward_tokens:
+            backward, row = measure(n, repeats, "backward")
+            rows["backward"].append(row)
+        else:
+            backward = None
+            rows["backward"].append([str(n), *["-"] * 6])
+        results.append({"tokens": n, **forward, "backward": backward})
         print(f"{n} tokens done", file=sys.stderr)
     header = ["tokens", "SDPA ms", "Laplacian ms", "speed ratio", "SDPA MiB", "Laplacian MiB", "memory ratio"]
-    table = markdown_table(header, rows)
-    print(table)
+    tables = {mode: markdown_table(header, rows[mode]) for mode in MODES}
+    print("Forward (no grad):\n" + tables["forward"])
+    print("\nForward + backward (out.sum().backward()):\n" + tables["backward"])
     payload = {
         "dim": DIM,
         "heads": 1,
@@ -142,9 +196,13 @@ def main(argv: list[str] | None = None) -> int:
         "landmarks": LANDMARKS,
         "iterations": ITERATIONS,
         "threads": torch.get_num_threads(),
+        "repeats": repeats,
         "torch": torch.__version__,
         "loadavg": os.getloadavg(),
         "memory_method": "peak RSS growth of one forward pass in a fresh subprocess (statm sampled every 0.5 ms)",
+        "backward_method": "results[i].backward: the same for forward + out.sum().backward() with q, k, v "
+        "requiring grad (input grads included); null where skipped by --max-backward-tokens",
+        "tables": tables,
         "results": results,
     }
     if args.out:

@@ -5,6 +5,14 @@ Synthetic series (seasonal, trend, AR, random walk, square wave); MASE against t
 (lag 24). Latency: median forward time of a batch of 256 series; the ratio compressed / dense is the median over
 interleaved rounds in the same process.
 
+Memory, per model: ``weight_bytes`` = bytes of all parameters and buffers (``numel * element_size``, exact;
+float32, so 4 x parameters); ``peak_inference_bytes`` = peak CPU memory allocated by one forward pass of the
+same 256-series batch under ``torch.no_grad()`` (``inference_memory`` in ``flow_of_ranks/model.py``: torch
+profiler with ``profile_memory=True``, the running sum of the pass's allocations and frees in time order,
+maximum). It counts activations, temporaries and the output, not the weights or the input batch, and is what
+torch's allocator was asked for (not RSS: no allocator caching); it is deterministic, two runs give the same
+bytes. A fine-tuned model has the shapes, hence the memory, of the compressed one.
+
     .venv/bin/python scripts/flow_of_ranks_experiment.py                 # ~2 min on one core
     .venv/bin/python scripts/flow_of_ranks_experiment.py --quick         # seconds (tests)
     .venv/bin/python scripts/flow_of_ranks_experiment.py --save runs/agents/flow_of_ranks_model
@@ -23,6 +31,7 @@ from embodia.agents.methods.flow_of_ranks.compress import SCHEDULES, compress_tr
 from embodia.agents.methods.flow_of_ranks.model import (
     ForecasterConfig,
     evaluate,
+    inference_memory,
     latency,
     make_series,
     mase,
@@ -31,6 +40,7 @@ from embodia.agents.methods.flow_of_ranks.model import (
     seasonal_naive,
     split,
     train_forecaster,
+    weight_bytes,
 )
 from embodia.agents.methods.flow_of_ranks.spectra import depth_profile, effective_rank, singular_values
 from embodia.agents.methods.report import markdown_table, progress_bar, save_json
@@ -133,13 +143,22 @@ def main(argv: list[str] | None = None) -> int:
             "mase": dense_mase,
             "latency_s": dense_lat,
             "latency_ratio": 1.0,
+            "weight_bytes": weight_bytes(model),
+            "peak_inference_bytes": inference_memory(model, batch),
             "ranks": {},
         }
     ]
     for budget in budgets:
         for schedule in args.schedules:
             small, rep = compress_transformer(model, calib, schedule, budget, activation_aware=True)
-            row = {"schedule": schedule, "budget": budget, "params": rep.params_after, "ranks": rep.ranks}
+            row = {
+                "schedule": schedule,
+                "budget": budget,
+                "params": rep.params_after,
+                "weight_bytes": weight_bytes(small),
+                "peak_inference_bytes": inference_memory(small, batch),
+                "ranks": rep.ranks,
+            }
             lat, ratio = paired_latency(model, small, batch, 3 if args.quick else 9)
             rows.append(
                 {
@@ -161,19 +180,34 @@ def main(argv: list[str] | None = None) -> int:
                         "latency_ratio": ratio,
                     }
                 )
-    dense_params = rows[0]["params"]
+    dense = rows[0]
+
+    def kib(r: dict, key: str) -> str:
+        return f"{r[key] / 1024:.1f} ({1 - r[key] / dense[key]:.0%} less)"
+
     table = [
         [
             r["schedule"] + (" + fine-tune" if r["finetuned"] else ""),
             f"{r['budget']:.0%}",
-            f"{r['params']} ({1 - r['params'] / dense_params:.0%} fewer)",
+            f"{r['params']} ({1 - r['params'] / dense['params']:.0%} fewer)",
             f"{r['mase']:.3f} ({r['mase'] / dense_mase - 1:+.1%})",
             f"{r['latency_ratio']:.2f}x",
+            kib(r, "weight_bytes"),
+            kib(r, "peak_inference_bytes"),
         ]
         for r in rows
     ]
     text = markdown_table(
-        ["model", "kept of in-block weights", "parameters", "MASE (vs dense)", "latency"], table
+        [
+            "model",
+            "kept of in-block weights",
+            "parameters",
+            "MASE (vs dense)",
+            "latency",
+            "weights KiB",
+            "peak inference KiB",
+        ],
+        table,
     )
     ranks = markdown_table(
         ["block", "hidden", "Q", "K", "V"],

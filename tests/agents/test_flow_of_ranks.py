@@ -25,6 +25,7 @@ from embodia.agents.methods.flow_of_ranks.model import (
     ForecasterConfig,
     PatchForecaster,
     evaluate,
+    inference_memory,
     load_forecaster,
     make_series,
     mase,
@@ -32,6 +33,7 @@ from embodia.agents.methods.flow_of_ranks.model import (
     seasonal_naive,
     split,
     train_forecaster,
+    weight_bytes,
 )
 from embodia.agents.methods.flow_of_ranks.spectra import effective_rank, energy_rank, singular_values
 from embodia.agents.tools import call_tool, list_tools
@@ -151,6 +153,24 @@ def test_compress_transformer_on_a_hugging_face_model():
     assert len(rep.ranks) == 6 and isinstance(small.encoder.layer[1].attention.self.key, LowRankLinear)
     assert small(**ids).last_hidden_state.shape == (4, 12, 32)
     assert rep.params_after < rep.params_before
+
+
+# ------------------------------------------------------------------------------ memory
+def test_weight_bytes_and_inference_memory():
+    torch.manual_seed(0)
+    x = make_series(64, 120, torch.Generator().manual_seed(0))[:, :96]
+    dense = PatchForecaster(ForecasterConfig()).eval()
+    n_params = sum(p.numel() for p in dense.parameters())
+    assert weight_bytes(dense) == 4 * n_params  # float32, no buffers
+    small, rep = compress_transformer(dense, x, "uniform", 0.25)
+    assert weight_bytes(small) == 4 * rep.params_after < 0.5 * weight_bytes(dense)
+    # one linear layer allocates exactly its float32 output
+    assert inference_memory(nn.Linear(10, 1000), torch.randn(8, 10)) == 8 * 1000 * 4
+    base = inference_memory(dense, x)
+    assert base == inference_memory(dense, x)  # deterministic
+    wide = PatchForecaster(ForecasterConfig(mlp=4 * 128)).eval()
+    # the GELU MLP's hidden activation (64 series x 8 patches x mlp floats) dominates the peak
+    assert inference_memory(wide, x) > base + 3 * 64 * 8 * 128 * 4
 
 
 # ------------------------------------------------------------------------------ MASE and learning

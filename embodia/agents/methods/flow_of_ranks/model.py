@@ -196,6 +196,39 @@ def latency(model: nn.Module, inputs: torch.Tensor, repeats: int = 50) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of all parameters and buffers of ``model`` (``sum(numel * element_size)``, exact)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def inference_memory(model: nn.Module, inputs: torch.Tensor) -> int:
+    """Peak bytes of CPU memory allocated during one forward pass of ``inputs`` under ``torch.no_grad()``.
+
+    Measured with ``torch.profiler.profile(activities=[CPU], profile_memory=True)``: every CPU allocation
+    and free the pass requests from torch's allocator (activations, temporaries, the output; weights and
+    ``inputs`` exist before and are not counted), sorted by time, running sum, maximum. Deterministic for
+    a given model and batch (no sampling); it is what the allocator was asked for, not the process's RSS
+    (no allocator caching or fragmentation). Reads the profiler's event tree (``torch._C._profiler``).
+    """
+    from torch._C._profiler import _EventType
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        model(inputs)
+    stack, allocations = list(prof.profiler.kineto_results.experimental_event_tree()), []
+    while stack:
+        event = stack.pop()
+        stack.extend(event.children)
+        if event.tag == _EventType.Allocation and event.extra_fields.device.type == "cpu":
+            allocations.append((event.start_time_ns, event.extra_fields.alloc_size))
+    current = peak = 0
+    for _, size in sorted(allocations):
+        current += size
+        peak = max(peak, current)
+    return peak
+
+
 def save_forecaster(model: PatchForecaster, folder: str | Path) -> Path:
     """``config.json`` + ``model.safetensors`` in ``folder``."""
     from safetensors.torch import save_file
