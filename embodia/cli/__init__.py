@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "embodia.cli.data",  # data generate | import | export | import-mcap
     "embodia.cli.learning",  # train, eval, bench
     "embodia.cli.nav",  # nav scene | episodes | graph | eval
+    "embodia.cli.navcraft",  # navcraft generate | run
     "embodia.cli.robot",  # robot policy | sim | node-config | launch | record
     "embodia.cli.tools",  # tool list | schema | run, mcp
 )

@@ -28,6 +28,8 @@ EXPECTED = {
     "parallel_decode",
     "token_perception",
     "compress_transformer",
+    "navcraft_generate",
+    "navcraft_evaluate",
 }
 
 

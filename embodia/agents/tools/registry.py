@@ -65,6 +65,7 @@ _TOOL_MODULES = (
     "embodia.agents.tools.parallel_decode",
     "embodia.agents.tools.vppo",
     "embodia.agents.tools.flow_of_ranks",
+    "embodia.agents.tools.navcraft",
 )
 
 _TOOLS: dict[str, Tool] = {}

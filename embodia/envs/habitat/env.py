@@ -537,6 +537,29 @@ class NavEnv(gymnasium.Env):
         """The current episode's goal points of one robot, ``(G, 3)``."""
         return self._goal_lists[robot]
 
+    def set_goals(self, robot: int, points: Any) -> None:
+        """Replace robot ``robot``'s goal points (``(G, 3)`` or one ``(3,)`` point) within the episode.
+
+        The goal observation, ``distance_to_goal`` (and so the reward's progress term) and the
+        shortest-path follower use the new points from now on; path length and collisions keep
+        accumulating. Used by multi-step agents (NavCraft's executor) that give a robot one waypoint after
+        another, and after a door change rebuilt the navigation mesh.
+        """
+        if self.episode is None:
+            raise gymnasium.error.ResetNeeded("call reset() before set_goals()")
+        if not 0 <= robot < self.config.num_robots:
+            raise EnvArgumentError(
+                f"robot {robot} does not exist; this environment has {self.config.num_robots}"
+            )
+        goals = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        if not len(goals) or not np.isfinite(goals).all():
+            raise EnvArgumentError(
+                f"goal points must be finite (G, 3) coordinates, got {np.asarray(points).tolist()}"
+            )
+        self._goal_lists[robot] = goals
+        position, _ = self.backend.get_pose(robot)
+        self.metrics[robot].distance_to_goal = self._distance(robot, position)
+
     def get_state(self) -> np.ndarray:
         """Robot poses, door positions and each robot's metric accumulators: one float64 array of fixed size."""
         parts = [self.backend.get_state()] + [m.to_array() for m in self.metrics]

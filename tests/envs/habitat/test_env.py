@@ -233,3 +233,38 @@ def test_episodes_from_a_habitat_lab_file(tmp_path):
             assert info["distance_to_goal"] == pytest.approx(episode.geodesic_distances[0], abs=1e-4)
     finally:
         env.close()
+
+
+def test_set_goals_replaces_a_robots_goal_mid_episode():
+    env = NavEnv(
+        task="multirobot", num_robots=2, sensors="none", action_mode="velocity", scenes=("apartment_0",)
+    )
+    try:
+        starts = [np.array([4.425, 1.525, 0.0]), np.array([5.325, 3.775, 0.0])]
+        episode = NavEpisode(
+            "g", "apartment_0", "multirobot", starts, [0.0, 0.0], [s[None] for s in starts], [0.0, 0.0]
+        )
+        env.reset(options={"episode": episode})
+        new_goal = np.array([8.175, 1.525, 0.0])  # living room anchor, through door_0
+        env.set_goals(0, new_goal)
+        np.testing.assert_array_equal(env.goals(0), new_goal[None])
+        geodesic = env.pathfinder.geodesic_distance(starts[0], new_goal[None])
+        assert env.metrics[0].distance_to_goal == pytest.approx(geodesic) and geodesic > 3.7
+        # the no-op velocity action (zero speed, no turn, no stop) leaves both robots where they are
+        obs, _, _, _, info = env.step(np.array([[-1.0, 0.0, -1.0], [-1.0, 0.0, -1.0]]))
+        np.testing.assert_allclose(env.backend.get_pose(0)[0], starts[0], atol=1e-9)
+        assert obs["goal"][0, 0] == pytest.approx(np.linalg.norm(new_goal[:2] - starts[0][:2]), abs=1e-5)
+        assert info["robots"][0]["path_length"] == 0.0 and info["distance_to_goal"][0] == pytest.approx(
+            geodesic
+        )
+        # the follower now drives robot 0 toward the new goal, robot 1 (goal = its start) stays
+        follower = env.make_expert()
+        for _ in range(20):
+            action = follower.act(obs)
+            action[:, 2] = -1.0  # never STOP
+            obs, _, _, _, info = env.step(action)
+        assert info["distance_to_goal"][0] < geodesic - 2.0
+        with pytest.raises(Exception, match="robot 5 does not exist"):
+            env.set_goals(5, new_goal)
+    finally:
+        env.close()

@@ -1,0 +1,612 @@
+"""NavCraft's two-stage episode generator: base missions (stage 1) and collaboration schedules (stage 2).
+
+Paper: "CoNavBench: Collaborative Long-Horizon Vision-Language Navigation Benchmark" (ICLR 2026,
+OpenReview bMrH2PFMsi; NavCraft is its generation platform) (see
+``../shared/PAPERS.md``, "Collaborative VLN"). The method, as NavCraft builds its benchmark:
+
+1. **Base mission** (:func:`sample_mission`): the primary robot starts at a random navigable point of a
+   room, picks up each item (a portable object of the scene, reached at a navigable point within 1 m of
+   it), delivers it to another room (next to a receptacle such as a table or counter when the room has
+   one) and finishes in an end room. Every leg has at least ``min_room_hops`` room hops on the scene
+   graph's fastest room route, so missions are long-horizon; legs, subgoals and a templated instruction
+   (:mod:`.instructions`) are recorded.
+2. **Solo plan** (:func:`solo_schedule`): the primary alone, items in the order with the least makespan.
+3. **Collaboration** (:func:`collaborate`): with helper robots, candidate schedules of each taxonomy type
+   (:data:`~embodia.agents.navcraft.mission.TAXONOMY`) are built - *relay* (handoff at a room anchor on
+   the item's route, either direction), *parallel_fetch* (items split between robots), *rendezvous_swap*
+   (two robots each carry an item and exchange them at a rendezvous), *escort* (a door on the primary's
+   route starts closed; a helper opens it, compared with the solo detour in that same world) - timed
+   (:func:`~embodia.agents.navcraft.timing.retime`), checked (``validate``), repaired when needed
+   (``repair``), and the one with the largest gain is kept only if it beats its solo plan by more than a
+   margin (:func:`accept`); otherwise the episode stays solo. This keeps only collaboration that pays.
+4. :func:`generate` makes episodes over scenes, reproducibly: one generator per (seed, scene, episode).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import time
+import weakref
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from embodia.agents.navcraft.instructions import (
+    PORTABLE_CATEGORIES,
+    ItemPhrase,
+    landmark_category,
+    mission_instruction,
+)
+from embodia.agents.navcraft.mission import (
+    TAXONOMY,
+    Event,
+    Item,
+    Leg,
+    Mission,
+    NavCraftEpisode,
+    Place,
+    RobotStart,
+    Schedule,
+    Step,
+    Subgoal,
+)
+from embodia.agents.navcraft.timing import ScheduleError, TravelFor, retime, travel_for_scene
+from embodia.agents.navcraft.travel import Travel
+from embodia.core.errors import EmbodiaError
+from embodia.envs.habitat.episodes import object_view_points
+from embodia.envs.habitat.scene import shipped_scene_names
+
+#: furniture an item can be delivered to
+RECEPTACLE_CATEGORIES = ("table", "counter", "desk", "cabinet", "chest_of_drawers", "bookshelf")
+
+
+class NavCraftError(EmbodiaError):
+    """A mission or collaboration that cannot be generated as asked."""
+
+
+@dataclass
+class GeneratorConfig:
+    """Settings of :func:`generate` (and of :func:`sample_mission` / :func:`collaborate` it calls)."""
+
+    min_room_hops: int = 2
+    """Fewest room hops on every leg of a base mission (start -> pickup -> destination -> ... -> end)."""
+    margin: float = 1.0
+    """Seconds a collaborative schedule must beat the solo one by to be accepted."""
+    window_before: float = 5.0
+    """A handoff / rendezvous window opens this many seconds before the planned meeting time."""
+    window_after: float = 15.0
+    """... and closes this many seconds after it."""
+    max_tries: int = 200
+    """Missions (or helper starts) sampled before giving up with :class:`NavCraftError`."""
+    helper_clearance: float = 0.6
+    """Least distance (m) between any two robots' starts."""
+    repair_rounds: int = 10
+    """``max_rounds`` of the repair of a candidate schedule that fails validation."""
+    types: tuple[str, ...] = TAXONOMY[1:]
+    """Collaboration types tried in stage 2."""
+
+
+@dataclass
+class Collaboration:
+    """Stage 2's outcome for one mission."""
+
+    schedule: Schedule
+    """The accepted collaborative schedule, or the solo one."""
+    solo: Schedule
+    """The solo schedule it is compared with (for escort: the solo plan with the same door closed)."""
+    taxonomy: str
+    accepted: bool
+    rejected: dict[str, int] = field(default_factory=dict)
+    """Candidates dropped, by reason (``no_gain``, ``infeasible``, ``solo_infeasible``, a repair reason)."""
+    repairs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GenerationResult:
+    """Episodes and statistics of :func:`generate`."""
+
+    episodes: list[NavCraftEpisode]
+    stats: dict[str, Any]
+
+
+# ---------------------------------------------------------------------- scene helpers (cached per Travel)
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _route(travel: Travel, a: str, b: str) -> list[str]:
+    routes = _CACHE.setdefault(travel, {}).setdefault("routes", {})
+    if (a, b) not in routes:
+        routes[(a, b)] = travel.graph.route(a, b)
+    return list(routes[(a, b)])
+
+
+def room_hops(travel: Travel, a: str, b: str) -> int:
+    """Room hops from room ``a`` to room ``b`` on the fastest room route (-1 when unreachable)."""
+    return len(_route(travel, a, b)) - 1
+
+
+def _view_points(travel: Travel, object_id: str) -> np.ndarray:
+    """Navigable points within 1 m of the object, in its own room, nearest first."""
+    points = _CACHE.setdefault(travel, {}).setdefault("view_points", {})
+    if object_id not in points:
+        obj = travel.scene.object(object_id)
+        found = object_view_points(travel.pathfinder, obj)
+        found = np.array([p for p in found if travel.room_of(p) == obj.room]).reshape(-1, 3)
+        order = np.argsort(np.linalg.norm(found[:, :2] - np.asarray(obj.position[:2]), axis=1))
+        points[object_id] = found[order]
+    return points[object_id]
+
+
+def _place_near(travel: Travel, object_id: str, rng: np.random.Generator) -> Place | None:
+    points = _view_points(travel, object_id)
+    if not len(points):
+        return None
+    p = points[int(rng.integers(min(5, len(points))))]
+    return Place(travel.scene.object(object_id).room, (float(p[0]), float(p[1]), 0.0), object_id)
+
+
+def _anchor_place(travel: Travel, room: str) -> Place:
+    return Place(room, tuple(float(v) for v in travel.graph.room(room).anchor))
+
+
+def _random_place(travel: Travel, rng: np.random.Generator) -> Place | None:
+    p = travel.pathfinder.get_random_navigable_point(island_index=0, rng=rng)
+    room = travel.room_of(p)
+    if room is None or not np.isfinite(p).all():
+        return None
+    return Place(room, (float(p[0]), float(p[1]), 0.0))
+
+
+# ---------------------------------------------------------------------- stage 1
+def build_mission(
+    travel: Travel,
+    mission_id: str,
+    start: Place,
+    items: list[Item],
+    end: Place,
+    rng: np.random.Generator,
+    *,
+    scene_id: str | None = None,
+) -> Mission:
+    """The mission delivering ``items`` in order from ``start`` and finishing at ``end``: its legs, subgoals,
+    instruction (phrasing and start heading drawn from ``rng``)."""
+    stops = [start] + [p for item in items for p in (item.pickup, item.destination)] + [end]
+    legs = []
+    for a, b in zip(stops[:-1], stops[1:]):
+        route = _route(travel, a.room, b.room)
+        legs.append(Leg(a, b, route, len(route) - 1, travel.distance(a.position, b.position)))
+    subgoals = [
+        Subgoal(f"{kind}:{item.object_id}", kind, place, item.object_id)
+        for item in items
+        for kind, place in (("pick", item.pickup), ("deliver", item.destination))
+    ] + [Subgoal("arrive", "arrive", end)]
+    landmarks = [landmark_category(travel.scene, i.object_id) for i in items]
+    phrases = [ItemPhrase(i.category, i.pickup.room, i.destination.room, m) for i, m in zip(items, landmarks)]
+    rooms = [r.id for r in travel.graph.rooms]
+    text = mission_instruction(phrases, end.room, rooms, rng)
+    yaw = float(rng.uniform(-math.pi, math.pi))
+    return Mission(mission_id, scene_id or travel.graph.scene, text, start, yaw, items, end, legs, subgoals)
+
+
+def sample_mission(
+    travel: Travel,
+    rng: np.random.Generator,
+    mission_id: str,
+    *,
+    num_items: int = 1,
+    min_room_hops: int = 2,
+    max_tries: int = 200,
+    scene_id: str | None = None,
+) -> Mission:
+    """A base mission in ``travel``'s scene: start -> (pickup -> destination) per item -> end, every leg
+    with at least ``min_room_hops`` room hops (see the module docstring). ``scene_id``: the scene reference
+    to record (default the scene's name)."""
+    graph = travel.graph
+    rooms = [r.id for r in graph.rooms if r.anchor is not None]
+    portable = [
+        o.id
+        for o in graph.objects
+        if (o.support is not None or o.category in PORTABLE_CATEGORIES) and len(_view_points(travel, o.id))
+    ]
+    if len(portable) < num_items:
+        raise NavCraftError(f"scene {graph.scene!r} has {len(portable)} portable objects, not {num_items}")
+
+    def far(a: str, candidates: Sequence[str]) -> list[str]:
+        return [b for b in candidates if room_hops(travel, a, b) >= min_room_hops]
+
+    for _ in range(max_tries):
+        start = _random_place(travel, rng)
+        if start is None:
+            continue
+        chosen = [portable[int(k)] for k in rng.permutation(len(portable))[:num_items]]
+        here, items, ok = start.room, [], True
+        for object_id in chosen:
+            pickup = _place_near(travel, object_id, rng)
+            targets = far(pickup.room, rooms)
+            if room_hops(travel, here, pickup.room) < min_room_hops or not targets:
+                ok = False
+                break
+            room = targets[int(rng.integers(len(targets)))]
+            shelves = [o.id for o in graph.objects_in(room) if o.category in RECEPTACLE_CATEGORIES]
+            destination = (
+                _place_near(travel, shelves[int(rng.integers(len(shelves)))], rng) if shelves else None
+            )
+            destination = destination or _anchor_place(travel, room)
+            items.append(Item(object_id, travel.scene.object(object_id).category, pickup, destination))
+            here = room
+        ends = far(here, rooms) if ok else []
+        if not ends:
+            continue
+        end = _anchor_place(travel, ends[int(rng.integers(len(ends)))])
+        mission = build_mission(travel, mission_id, start, items, end, rng, scene_id=scene_id)
+        if all(math.isfinite(leg.distance) for leg in mission.legs):
+            return mission
+    raise NavCraftError(
+        f"no mission with {num_items} item(s) and >= {min_room_hops} room hops per leg found in scene "
+        f"{graph.scene!r} after {max_tries} tries; lower min_room_hops or num_items"
+    )
+
+
+# ---------------------------------------------------------------------- plans
+def _fetch(item: Item) -> list[Step]:
+    """Move to the item, pick it up, carry it to its destination and put it down."""
+    return [
+        Step("move", place=item.pickup),
+        Step("pick", place=item.pickup, item=item.object_id, subgoal=f"pick:{item.object_id}"),
+        Step("move", place=item.destination),
+        Step("drop", place=item.destination, item=item.object_id, subgoal=f"deliver:{item.object_id}"),
+    ]
+
+
+def _arrive(mission: Mission) -> Step:
+    return Step("move", place=mission.end, subgoal="arrive")
+
+
+def solo_schedule(mission: Mission, travel_for: TravelFor, *, closed_doors: Sequence[str] = ()) -> Schedule:
+    """Robot 0 alone: each item fetched and delivered, then the end; the item order (all orders of up to
+    3 items) with the least makespan, timed. Raises :class:`ScheduleError` when no order can be carried out
+    (e.g. a closed door leaves no detour)."""
+    best, error, primary = None, None, RobotStart(mission.start, mission.start_yaw)
+    orders = itertools.permutations(mission.items) if len(mission.items) <= 3 else [mission.items]
+    for order in orders:
+        plan = [step for item in order for step in _fetch(item)] + [_arrive(mission)]
+        try:
+            timed = retime(Schedule("solo", [primary], [plan], closed_doors=list(closed_doors)), travel_for)
+        except ScheduleError as caught:
+            error = caught
+            continue
+        if best is None or timed.makespan < best.makespan:
+            best = timed
+    if best is None:
+        raise ScheduleError(f"mission {mission.mission_id!r} cannot be carried out alone ({error})")
+    return best
+
+
+def _handoff(giver: int, taker: int, item: str, place: Place) -> tuple[list[Step], list[Step]]:
+    """The giver's and the taker's steps of a handoff at ``place``."""
+    return (
+        [Step("move", place=place), Step("give", place=place, item=item, partner=taker)],
+        [Step("move", place=place), Step("take", place=place, item=item, partner=giver)],
+    )
+
+
+def _relay_candidates(mission: Mission, robots: list[RobotStart], order: list[Item], travel: Travel):
+    """Per item, helper and handoff point: the helper fetches it and hands it to the primary, or the primary
+    fetches it and hands it to the helper, who delivers it."""
+    for k, item in enumerate(order):
+        points = [_anchor_place(travel, r) for r in _route(travel, item.pickup.room, item.destination.room)]
+        for helper, point in itertools.product(range(1, len(robots)), points):
+            before = [s for i in order[:k] for s in _fetch(i)]
+            after = [s for i in order[k + 1 :] for s in _fetch(i)] + [_arrive(mission)]
+            give, take = _handoff(helper, 0, item.object_id, point)
+            plans: list[list[Step]] = [[] for _ in robots]
+            plans[helper] = _fetch(item)[:2] + give
+            plans[0] = before + take + _fetch(item)[2:] + after
+            yield Schedule("relay", robots, plans)
+            give, take = _handoff(0, helper, item.object_id, point)
+            plans = [[] for _ in robots]
+            plans[0] = before + _fetch(item)[:2] + give + after
+            plans[helper] = take + _fetch(item)[2:]
+            yield Schedule("relay", robots, plans)
+
+
+def _parallel_candidates(mission: Mission, robots: list[RobotStart], order: list[Item]):
+    """Every split of the items between the robots that gives at least one item to a helper."""
+    if len(order) < 2:
+        return
+    for owners in itertools.product(range(len(robots)), repeat=len(order)):
+        if all(owner == 0 for owner in owners):
+            continue
+        plans: list[list[Step]] = [[] for _ in robots]
+        for item, owner in zip(order, owners):
+            plans[owner] += _fetch(item)
+        plans[0].append(_arrive(mission))
+        yield Schedule("parallel_fetch", robots, plans)
+
+
+def _swap_candidates(mission: Mission, robots: list[RobotStart], order: list[Item], travel: Travel):
+    """The primary and a helper each pick one of two items, meet at a room anchor between the pickups or the
+    destinations, exchange them and deliver what they now carry. A robot carries :data:`CAPACITY` (one)
+    item, so the exchange is: the helper puts its item down, takes the primary's from it, and the primary
+    picks the helper's up."""
+    if len(order) < 2:
+        return
+    for (a, b), helper in itertools.product(itertools.permutations(order[:2]), range(1, len(robots))):
+        rooms = _route(travel, a.pickup.room, b.pickup.room)
+        rooms += _route(travel, a.destination.room, b.destination.room)
+        for room in dict.fromkeys(rooms):
+            point = _anchor_place(travel, room)
+            give, take = _handoff(0, helper, a.object_id, point)
+            plans: list[list[Step]] = [[] for _ in robots]
+            plans[helper] = (
+                _fetch(b)[:2] + take[:1] + [Step("drop", place=point, item=b.object_id)] + take[1:]
+            )
+            plans[helper] += _fetch(a)[2:]
+            plans[0] = _fetch(a)[:2] + give + [Step("pick", place=point, item=b.object_id)] + _fetch(b)[2:]
+            plans[0] += [s for i in order[2:] for s in _fetch(i)] + [_arrive(mission)]
+            yield Schedule("rendezvous_swap", robots, plans)
+
+
+def door_side_places(travel: Travel, door_id: str) -> list[Place]:
+    """Navigable points 0.5 m either side of the door's centre (snapped, kept within 1 m of it)."""
+    door = travel.scene.door(door_id)
+    normal = np.array([0.0, 0.5]) if door.axis == "x" else np.array([0.5, 0.0])
+    out = []
+    for side in (np.asarray(door.center) + normal, np.asarray(door.center) - normal):
+        point = travel.pathfinder.snap_point([side[0], side[1], 0.0], island_index=0)
+        room = travel.room_of(point)
+        if room is not None and np.isfinite(point).all() and math.dist(point[:2], door.center) <= 1.0:
+            out.append(Place(room, (float(point[0]), float(point[1]), 0.0)))
+    return out
+
+
+def _escort_candidates(mission, robots, solo: Schedule, travel_for: TravelFor, solos: dict):
+    """For each door the primary's solo plan goes through: that door starts closed, a helper walks to the
+    side of it it reaches first, opens it, and the primary keeps its solo route. ``solos[door]`` gets the
+    solo plan with that door closed (``None`` when there is no detour)."""
+    travel = travel_for(())
+    position, doors = mission.start.position, []
+    for step in solo.plans[0]:
+        if step.kind == "move":
+            doors += [d for d, _ in travel.door_crossings(position, step.place.position) if d not in doors]
+            position = step.place.position
+    for door in doors:
+        try:
+            solos[door] = solo_schedule(mission, travel_for, closed_doors=(door,))
+        except ScheduleError:
+            solos[door] = None
+            continue
+        closed = travel_for((door,))
+        for helper in range(1, len(robots)):
+            start = robots[helper].place.position
+            sides = [p for p in door_side_places(travel, door) if closed.reachable(start, p.position)]
+            if not sides:
+                continue
+            place = min(sides, key=lambda p: closed.distance(start, p.position))
+            plans: list[list[Step]] = [[] for _ in robots]
+            plans[0] = copy.deepcopy(solo.plans[0])
+            plans[helper] = [Step("move", place=place), Step("open_door", place=place, door=door)]
+            yield Schedule("escort", robots, plans, closed_doors=[door])
+
+
+def annotate(schedule: Schedule, config: GeneratorConfig) -> Schedule:
+    """Windows ``[t - window_before, t + window_after]`` around each planned handoff time ``t``, and the
+    coordination :class:`Event` s: ``handoff``, ``rendezvous`` (a swap's exchange, both items) and ``door``
+    (in place; returns ``schedule``)."""
+    schedule.events = []
+    for robot, plan in enumerate(schedule.plans):
+        for step in plan:
+            if step.kind == "open_door":
+                window = (step.start, step.end + config.window_after)
+                schedule.events.append(Event("door", [robot, 0], step.place, window, door=step.door))
+            if step.kind != "give":
+                continue
+            window = (max(0.0, step.start - config.window_before), step.start + config.window_after)
+            taker = schedule.plans[step.partner]
+            step.window = next(s for s in taker if s.kind == "take" and s.item == step.item).window = window
+            items = [step.item]
+            if schedule.collaboration == "rendezvous_swap":
+                items += [
+                    s.item for s in taker if s.kind == "drop" and s.place.position == step.place.position
+                ]
+            kind = "rendezvous" if len(items) > 1 else "handoff"
+            schedule.events.append(Event(kind, [robot, step.partner], step.place, window, items))
+    return schedule
+
+
+# ---------------------------------------------------------------------- stage 2
+def accept(solo_makespan: float, candidate_makespan: float, margin: float) -> bool:
+    """A collaborative schedule is kept only when it finishes more than ``margin`` seconds before the solo one."""
+    return candidate_makespan < solo_makespan - margin
+
+
+def _checked(mission: Mission, timed: Schedule, travel_for: TravelFor, rounds: int):
+    """``(schedule or None, repair actions, reason)``: ``timed`` if valid, else its repair."""
+    try:
+        from embodia.agents.navcraft.validate import validate
+    except ImportError:  # no validator: the timing model alone decides
+        return timed, [], None
+    violations = validate(mission, timed, travel_for)
+    if not violations:
+        return timed, [], None
+    try:
+        from embodia.agents.navcraft.repair import repair
+    except ImportError:
+        return None, [], "invalid:" + ",".join(sorted({v.kind for v in violations}))
+    result = repair(mission, timed, travel_for, max_rounds=rounds)
+    return result.schedule, list(result.actions), result.reason or "unrepairable"
+
+
+def collaborate(
+    mission: Mission,
+    helpers: list[RobotStart],
+    travel_for: TravelFor,
+    rng: np.random.Generator,
+    *,
+    types: Sequence[str] = TAXONOMY[1:],
+    config: GeneratorConfig | None = None,
+) -> Collaboration:
+    """Stage 2: the best collaborative schedule of ``types`` with robots ``[primary] + helpers``, if it beats
+    its solo plan by more than ``config.margin``; else the solo plan (see the module docstring). ``rng``
+    breaks ties between equally good candidates."""
+    config = config or GeneratorConfig()
+    solo = solo_schedule(mission, travel_for)
+    robots = [RobotStart(mission.start, mission.start_yaw)] + list(helpers)
+    by_id = {item.object_id: item for item in mission.items}
+    order = [by_id[s.item] for s in solo.plans[0] if s.kind == "pick"]
+    travel = travel_for(())
+    closed_solos: dict[str, Schedule | None] = {}
+    builders = {
+        "relay": lambda: _relay_candidates(mission, robots, order, travel),
+        "parallel_fetch": lambda: _parallel_candidates(mission, robots, order),
+        "rendezvous_swap": lambda: _swap_candidates(mission, robots, order, travel),
+        "escort": lambda: _escort_candidates(mission, robots, solo, travel_for, closed_solos),
+    }
+    rejected: Counter = Counter()
+    pool = []
+    for kind in types if helpers else ():
+        for candidate in builders[kind]():
+            reference = solo if kind != "escort" else closed_solos[candidate.closed_doors[0]]
+            try:
+                timed = annotate(retime(candidate, travel_for), config)
+            except ScheduleError:
+                rejected["infeasible"] += 1
+                continue
+            if not accept(reference.makespan, timed.makespan, config.margin):
+                rejected["no_gain"] += 1
+                continue
+            pool.append((reference.makespan - timed.makespan, float(rng.random()), timed, reference))
+    rejected["solo_infeasible"] += sum(1 for s in closed_solos.values() if s is None)
+    pool.sort(key=lambda c: (-c[0], c[1]))
+    for _, _, timed, reference in pool:
+        checked, actions, reason = _checked(mission, timed, travel_for, config.repair_rounds)
+        if checked is None:
+            rejected[reason] += 1
+        elif not accept(reference.makespan, checked.makespan, config.margin):
+            rejected["no_gain"] += 1
+        else:
+            return Collaboration(checked, reference, checked.collaboration, True, _counts(rejected), actions)
+    return Collaboration(solo, solo, "solo", False, _counts(rejected), [])
+
+
+def _counts(counter: Counter) -> dict[str, int]:
+    return {k: int(v) for k, v in sorted(counter.items()) if v}
+
+
+# ---------------------------------------------------------------------- generation
+def scene_refs(n: int, seed: int) -> list[str]:
+    """``n`` scene references: the shipped scenes first, then procedural apartments and offices."""
+    refs = shipped_scene_names()[:n]
+    kinds = ("apartment", "office")
+    refs += [f"procedural:{kinds[k % 2]}:{seed * 1000 + k}" for k in range(n - len(refs))]
+    return refs
+
+
+def sample_helpers(
+    travel: Travel, rng: np.random.Generator, taken: list, count: int, clearance: float = 0.6
+) -> list[RobotStart]:
+    """``count`` helper starts in the main island, at least ``clearance`` m from ``taken`` and each other
+    (200 random points tried)."""
+    out: list[RobotStart] = []
+    points = [p[:2] for p in taken]
+    for _ in range(200):
+        if len(out) == count:
+            return out
+        place = _random_place(travel, rng)
+        if place is None or any(math.dist(place.position[:2], p) < clearance for p in points):
+            continue
+        out.append(RobotStart(place, float(rng.uniform(-math.pi, math.pi))))
+        points.append(place.position[:2])
+    if len(out) < count:
+        raise NavCraftError(f"no room for {count} helper starts {clearance} m apart in {travel.scene.name!r}")
+    return out
+
+
+def scene_episodes(
+    scene: str,
+    scene_index: int,
+    episodes_per_scene: int,
+    seed: int,
+    helpers: Sequence[int],
+    num_items: Sequence[int],
+    config: GeneratorConfig,
+) -> tuple[list[NavCraftEpisode], dict[str, int]]:
+    """The episodes of one scene (what :func:`generate` runs per scene, in this process or on a Ray worker)
+    and the candidates rejected, by reason."""
+    travel_for = travel_for_scene(scene)
+    travel = travel_for(())
+    episodes, rejected = [], Counter()
+    for index in range(episodes_per_scene):
+        rng = np.random.default_rng([seed, scene_index, index])
+        count = int(rng.choice(list(num_items)))
+        episode_id = f"{scene}#{index}"
+        mission = sample_mission(
+            travel,
+            rng,
+            episode_id,
+            num_items=count,
+            min_room_hops=config.min_room_hops,
+            max_tries=config.max_tries,
+            scene_id=scene,
+        )
+        starts = sample_helpers(
+            travel, rng, [mission.start.position], int(rng.choice(list(helpers))), config.helper_clearance
+        )
+        result = collaborate(mission, starts, travel_for, rng, types=config.types, config=config)
+        rejected.update(result.rejected)
+        info = {
+            "taxonomy": result.taxonomy,
+            "makespan": result.schedule.makespan,
+            "solo_makespan": result.solo.makespan,
+            "gain": result.solo.makespan - result.schedule.makespan,
+            "repairs": result.repairs,
+            "room_hops": [leg.room_hops for leg in mission.legs],
+            "seed": seed,
+            "scene": scene,
+            "accepted": result.accepted,
+            "rejected": result.rejected,
+        }
+        episodes.append(NavCraftEpisode(episode_id, mission, result.schedule, result.solo, info))
+    return episodes, dict(rejected)
+
+
+def generate(
+    scenes: Sequence[str],
+    episodes_per_scene: int,
+    seed: int,
+    *,
+    helpers: Sequence[int] = (1, 2),
+    num_items: Sequence[int] = (1, 2),
+    config: GeneratorConfig | None = None,
+    workers: int = 1,
+    ray_address: str | None = None,
+) -> GenerationResult:
+    """NavCraft episodes: per scene and episode, a mission (stage 1) with ``num_items`` items and
+    ``helpers`` helpers (each drawn from the given choices) and its collaboration (stage 2). Each episode
+    has its own generator ``default_rng([seed, scene index, episode index])``, so it does not depend on
+    which others are made, nor on ``workers``: with ``workers > 1`` (or a Ray address) scenes run as Ray
+    tasks (:func:`embodia.runner.parallel.map_tasks`), results in scene order."""
+    from embodia.agents.navcraft.stats import generation_stats
+
+    config = config or GeneratorConfig()
+    began = time.perf_counter()
+    arguments = [
+        (scene, i, episodes_per_scene, seed, tuple(helpers), tuple(num_items), config)
+        for i, scene in enumerate(scenes)
+    ]
+    if workers > 1 or ray_address:
+        from embodia.runner.parallel import map_tasks
+
+        parts = map_tasks(scene_episodes, arguments, workers, ray_address)
+    else:
+        parts = [scene_episodes(*args) for args in arguments]
+    episodes, rejected = [], Counter()
+    for scene_part, scene_rejected in parts:
+        episodes.extend(scene_part)
+        rejected.update(scene_rejected)
+    return GenerationResult(episodes, generation_stats(episodes, rejected, time.perf_counter() - began))
