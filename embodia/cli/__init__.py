@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "embodia.cli.nav",  # nav scene | episodes | graph | eval
     "embodia.cli.navcraft",  # navcraft generate | run
     "embodia.cli.robot",  # robot policy | sim | node-config | launch | record
+    "embodia.cli.vsr",  # vsr upscale (VFF space-time video super-resolution)
     "embodia.cli.tools",  # tool list | schema | run, mcp
 )
 

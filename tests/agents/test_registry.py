@@ -30,6 +30,7 @@ EXPECTED = {
     "compress_transformer",
     "navcraft_generate",
     "navcraft_evaluate",
+    "video_upscale",
 }
 
 

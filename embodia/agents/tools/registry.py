@@ -66,6 +66,7 @@ _TOOL_MODULES = (
     "embodia.agents.tools.vppo",
     "embodia.agents.tools.flow_of_ranks",
     "embodia.agents.tools.navcraft",
+    "embodia.agents.tools.vsr",
 )
 
 _TOOLS: dict[str, Tool] = {}

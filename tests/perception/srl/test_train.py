@@ -1,0 +1,76 @@
+"""SRL learns on a tiny configuration, and the experiment's quick mode runs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from embodia.perception.srl import (
+    SRLConfig,
+    SRLConfigError,
+    evaluate,
+    predict_masks,
+    train_srl,
+    variant_config,
+)
+from embodia.perception.video import render_videos
+from tests.perception.conftest import run_script
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return render_videos("tiny", 4, seed=0)
+
+
+def test_full_srl_loss_falls_on_tiny_videos(tiny):
+    config = variant_config(
+        SRLConfig(num_slots=4, slot_dim=16, decoder_hidden=32, proj_dim=16, encoder_dim=16, steps=30,
+                  batch_size=4, lr=1e-3, reg_steps=30, synergy_start=0, pretrain_steps=20),
+        "srl",
+    )  # fmt: skip
+    model, encoder, log = train_srl(tiny.rgb, config)
+    trained = [e for e in log if "total" in e]
+    first, last = trained[0], trained[-1]
+    assert {"rec", "sc", "reg", "deblur", "denoise"} <= set(first)
+    assert last["total"] < first["total"] and last["rec"] < first["rec"]
+    labels = predict_masks(model, encoder, tiny.rgb)
+    assert labels.shape == tiny.masks.shape and labels.max() < 4
+    scores = evaluate(model, encoder, tiny.rgb, tiny.masks)
+    assert -1 <= scores["fg_ari"] <= 1 and 0 <= scores["mbo"] <= 1
+
+
+def test_schedule_switches_losses_on_and_off(tiny):
+    config = variant_config(
+        SRLConfig(num_slots=3, slot_dim=8, decoder_hidden=16, proj_dim=8, encoder_dim=16, steps=3, batch_size=2,
+                  reg_steps=1, synergy_start=2, pretrain_steps=1),
+        "srl",
+    )  # fmt: skip
+    from embodia.perception.srl.train import compute_losses, pretrain_encoder
+
+    encoder = pretrain_encoder(tiny.rgb, config)
+    from embodia.perception.srl.model import SRLModel
+    from embodia.perception.srl.train import _normalised_frames, build_model
+
+    features = SRLModel.encode(encoder, _normalised_frames(tiny.rgb[:2], encoder))
+    model = build_model(encoder, config)
+    assert set(compute_losses(model, features, config, 0)) == {"rec", "sc", "reg", "total"}
+    assert set(compute_losses(model, features, config, 1)) == {"rec", "sc", "total"}
+    assert set(compute_losses(model, features, config, 2)) == {"rec", "sc", "deblur", "denoise", "total"}
+    base = variant_config(config, "base")
+    assert set(compute_losses(model, features, base, 0)) == {"rec", "sc", "total"}
+    with pytest.raises(SRLConfigError):
+        variant_config(config, "nope")
+
+
+def test_quick_experiment_writes_json_and_picture(tmp_path):
+    out = tmp_path / "srl.json"
+    assert run_script("srl_experiment", "--quick", "--out", str(out)) == 0
+    result = json.loads(out.read_text())
+    assert [r["variant"] for r in result["summary"]] == ["base", "reg", "srl"]
+    assert all(np.isfinite(r["fg_ari"]["mean"]) for r in result["summary"])
+    assert (tmp_path / "srl.png").is_file()
