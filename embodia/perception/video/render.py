@@ -111,9 +111,16 @@ _RENDERERS: dict[int, mujoco.Renderer] = {}
 
 
 def _close_renderers() -> None:
-    """Free the OpenGL contexts while EGL is still up (registered after the first context, so it runs first)."""
+    """Free the OpenGL contexts while EGL is still up (registered after the first context, so it usually runs
+    first). When another library already shut EGL down (a test session that rendered elsewhere first), the
+    context is gone with the display: drop the handles quietly instead of failing at exit."""
     while _RENDERERS:
-        _RENDERERS.popitem()[1].close()
+        renderer = _RENDERERS.popitem()[1]
+        try:
+            renderer.close()
+        except Exception:  # EGL_NOT_INITIALIZED at interpreter exit: nothing left to free
+            renderer._gl_context = None
+            renderer._mjr_context = None
 
 
 def _renderer(size: int) -> mujoco.Renderer:
