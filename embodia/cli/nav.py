@@ -64,8 +64,9 @@ def cmd_episodes(args: argparse.Namespace) -> int:
         ]
     finally:
         backend.close()
-    path = save_episodes(episodes, args.out, scene)
-    print(f"{len(episodes)} {args.task} episodes in {args.scene} -> {path}")
+    path = save_episodes(episodes, args.out, scene, split=args.split)
+    where = f"{path} (+ {path.parent / 'content'})" if args.split else str(path)
+    print(f"{len(episodes)} {args.task} episodes in {args.scene} -> {where}")
     return 0
 
 
@@ -148,6 +149,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     episodes.add_argument("--robots", type=positive_int, default=3, help="robots per episode (multirobot)")
     episodes.add_argument("--seed", type=seed, default=0)
     episodes.add_argument("--out", type=output_file_path, required=True)
+    episodes.add_argument(
+        "--split",
+        action="store_true",
+        help="habitat-lab's split layout: --out (e.g. val/val.json.gz) without episodes, content/<scene>.json.gz beside it",
+    )
     episodes.set_defaults(func=cmd_episodes)
 
     graph = sub.add_parser("graph", help="export a scene graph (rooms, objects, doors, travel times) as JSON")

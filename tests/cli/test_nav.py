@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -67,3 +68,26 @@ def test_user_errors_print_one_line_and_exit_2(tmp_path):
         out.stderr.strip().startswith("error: no nav scene 'no_such_scene'")
         and len(out.stderr.strip().splitlines()) == 1
     )
+
+
+def test_episodes_in_habitat_labs_split_layout(tmp_path):
+    top = tmp_path / "val" / "val.json.gz"
+    out = nav(
+        "episodes",
+        "--task",
+        "pointnav",
+        "--scene",
+        "apartment_1",
+        "--count",
+        "4",
+        "--split",
+        "--out",
+        str(top),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "content" in out.stdout
+    with gzip.open(top, "rt") as handle:
+        assert json.load(handle)["episodes"] == []  # the top-level file only names the split
+    assert [p.name for p in (tmp_path / "val" / "content").iterdir()] == ["apartment_1.json.gz"]
+    episodes = load_episodes(top)  # read back through the split layout
+    assert len(episodes) == 4 and {e.task for e in episodes} == {"pointnav"}
