@@ -121,5 +121,56 @@ def validate(
 
 
 def schema(cls: type) -> dict[str, Any]:
-    """The JSON schema of a config class (field docstrings as descriptions)."""
-    return adapter(cls).json_schema()
+    """The JSON schema of a config class (field docstrings as descriptions, inherited ones included)."""
+    return with_inherited_descriptions(adapter(cls).json_schema(), cls)
+
+
+def with_inherited_descriptions(json_schema: dict[str, Any], cls: type) -> dict[str, Any]:
+    """Fill in the descriptions pydantic leaves out: fields a dataclass inherits from a dataclass base keep
+    their docstrings there, which ``use_attribute_docstrings`` does not read. ``json_schema`` is the schema
+    of ``cls``; nested config dataclasses (its ``$defs``, named by class) are completed too."""
+    classes = {cls.__name__: cls}
+    pending = [cls]
+    while pending:
+        for field in dataclasses.fields(pending.pop()):
+            for inner in _dataclasses_in(field.type if not isinstance(field.type, str) else None):
+                if inner.__name__ not in classes:
+                    classes[inner.__name__] = inner
+                    pending.append(inner)
+    targets = [(json_schema, cls)] + [
+        (definition, classes[name])
+        for name, definition in json_schema.get("$defs", {}).items()
+        if name in classes and dataclasses.is_dataclass(classes[name])
+    ]
+    for target, owner in targets:
+        docs = _attribute_docstrings(owner)
+        for name, prop in target.get("properties", {}).items():
+            if "description" not in prop and name in docs:
+                prop["description"] = docs[name]
+    return json_schema
+
+
+@functools.cache
+def _attribute_docstrings(cls: type) -> dict[str, str]:
+    """``field -> docstring`` over the class and its bases (the nearest class wins), read from the source."""
+    import ast
+    import inspect
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, after in zip(body, body[1:]):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs

@@ -47,7 +47,7 @@ from pydantic import AfterValidator, ValidationInfo
 from embodia.agents.llm import KNOWN_MODELS, endpoint_base, endpoints_allowed, is_endpoint
 from embodia.core.errors import EmbodiaError
 from embodia.core.jsonable import to_jsonable
-from embodia.core.validation import adapter, validate
+from embodia.core.validation import adapter, validate, with_inherited_descriptions
 
 #: modules that register tools; imported by :func:`load_tools`. Add yours here.
 _TOOL_MODULES = (
@@ -236,7 +236,7 @@ class Tool:
 
     def input_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments (an object schema)."""
-        schema = adapter(self.params_type).json_schema()
+        schema = with_inherited_descriptions(adapter(self.params_type).json_schema(), self.params_type)
         schema.pop("title", None)
         return schema
 
