@@ -115,8 +115,14 @@ def run_episode(
             hook.abort(env)
         raise
     stats = EpisodeStats(index, seed, total, steps, success, bool(terminated), bool(truncated))
-    for hook in hooks:
-        stats.metrics.update(hook.end(env, stats) or {})
+    try:
+        for hook in hooks:
+            stats.metrics.update(hook.end(env, stats) or {})
+    except KeyboardInterrupt as interrupt:
+        # Ctrl-C held while a hook committed this episode (the recorder's store write) comes out here: the
+        # episode is finished and may be stored, so its statistics go with the interrupt to the caller
+        interrupt.finished_episode = stats  # type: ignore[attr-defined]
+        raise
     return stats
 
 
@@ -223,8 +229,11 @@ def rollout(
                 total_steps += stats.length
                 advance.episode(stats)
         result.steps_per_second = total_steps / max(time.perf_counter() - started, 1e-9)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         result.interrupted = True
+        finished = getattr(interrupt, "finished_episode", None)
+        if finished is not None:  # Ctrl-C came during its end hooks: it finished (and may be recorded)
+            result.episodes.append(finished)
     finally:
         if recorder is not None:
             try:

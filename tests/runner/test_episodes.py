@@ -113,3 +113,46 @@ def test_metric_means_leave_out_undefined_episodes():
     assert _defined_mean([1.0, math.nan, 0.5]) == 0.75
     assert math.isnan(_defined_mean([math.nan]))
     assert _defined_mean([0.0, 0.0]) == 0.0
+
+
+# Ctrl-C inside the store write that commits a finished serial episode (add_episodes sends SIGINT to its own
+# process once 3 episodes are in; the commit holds it until the write is done, then it surfaces from the
+# episode's end hooks). The result must list every episode the store kept.
+_CTRL_C_IN_A_SERIAL_WRITE = """
+import os, signal, sys
+from embodia.data.store import TrajectoryStore
+from embodia.runner import rollout
+
+write = TrajectoryStore.add_episodes
+def add_episodes(self, episodes):
+    write(self, episodes)
+    if self.num_episodes >= 3 and not getattr(add_episodes, "fired", False):
+        add_episodes.fired = True
+        os.kill(os.getpid(), signal.SIGINT)
+TrajectoryStore.add_episodes = add_episodes
+
+result = rollout("embodia/PointMaze-Medium-v0", "random", episodes=10, seed=0, max_steps=30,
+                 record=sys.argv[1], commit_every=0.0)
+print(result.interrupted, len(result.episodes))
+"""
+
+
+def test_ctrl_c_inside_a_serial_store_write_keeps_result_and_store_in_step(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    store = tmp_path / "stopped.zarr"
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_A_SERIAL_WRITE, str(store)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    interrupted, listed = done.stdout.split()[-2:]
+    kept = TrajectoryStore(store)
+    assert interrupted == "True" and int(listed) == kept.num_episodes == 3
+    assert kept.episodes_table()["seed"].tolist() == [0, 1, 2]
