@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.navcraft.benchmark import generate, scene_refs
 from embodia.agents.navcraft.evaluation import RunConfig, run_episodes
 from embodia.agents.navcraft.executor import execute
-from embodia.agents.navcraft.generate import generate, scene_refs
 from embodia.agents.navcraft.mission import TAXONOMY, NavCraftEpisode
 from embodia.agents.navcraft.render import draw_episode
 

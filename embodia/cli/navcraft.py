@@ -80,8 +80,9 @@ def _row(values: dict, keys: list[str]) -> str:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from embodia.agents.navcraft.benchmark import generate, scene_refs
     from embodia.agents.navcraft.episode_io import save_episodes
-    from embodia.agents.navcraft.generate import GeneratorConfig, generate, scene_refs
+    from embodia.agents.navcraft.generate import GeneratorConfig
     from embodia.agents.navcraft.travel import Travel
 
     folder = _output_folder(args.out, (EPISODE_FILE, STATS_FILE))

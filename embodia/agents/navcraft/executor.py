@@ -53,6 +53,7 @@ from embodia.agents.navcraft.mission import (
     Schedule,
     Step,
 )
+from embodia.agents.navcraft.passing import aside_point
 from embodia.agents.navcraft.planner import ExecutionState, Planner, plan_from_state
 from embodia.agents.navcraft.timing import ScheduleError, travel_for_scene
 from embodia.core.errors import EmbodiaError
@@ -469,33 +470,8 @@ class _Execution:
                 decisions[mover] = self._decide(mover)
 
     def _aside(self, mover: int, other: int) -> np.ndarray | None:
-        """A navigable point near ``mover``, reached without passing ``other``, as far as possible from
-        ``other``'s path (at least 0.45 m)."""
-        from embodia.envs.habitat.pathfinder import ShortestPath
-
-        def dense(a, b) -> np.ndarray:
-            path = ShortestPath(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
-            self.env.pathfinder.find_path(path)
-            p = np.asarray(path.points, dtype=np.float64).reshape(-1, 3)[:, :2]
-            steps = [u + f * (v - u) for u, v in zip(p[:-1], p[1:]) for f in np.linspace(0, 1, 8)]
-            return np.asarray([np.asarray(a)[:2], *steps])
-
-        here, there = self._pos(mover), self._pos(other)
-        route = dense(there, self.robots[other].goal or there)[:40]
-        best, best_score = None, 0.45
-        for radius in (0.8, 1.2, 1.6):
-            for angle in np.linspace(0, 2 * math.pi, 12, endpoint=False):
-                wanted = here + radius * np.array([math.cos(angle), math.sin(angle), 0.0])
-                point = self.env.pathfinder.snap_point(wanted)
-                if not np.isfinite(point).all() or np.linalg.norm(point[:2] - wanted[:2]) > 0.15:
-                    continue
-                if self._geodesic(here, point) > 2.5:
-                    continue
-                score = float(np.min(np.linalg.norm(route - point[:2], axis=1)))
-                gaps = np.linalg.norm(dense(here, point) - there[:2], axis=1)
-                if score > best_score and gaps.min() >= min(0.4, gaps[0]) - 0.01:
-                    best, best_score = point, score
-        return best
+        there = self._pos(other)
+        return aside_point(self.env.pathfinder, self._pos(mover), there, self.robots[other].goal or there)
 
     # ------------------------------------------------------------------ the loop
     def _interference(self) -> None:

@@ -19,7 +19,8 @@ OpenReview bMrH2PFMsi; NavCraft is its generation platform) (see
    (:func:`~embodia.agents.navcraft.timing.retime`), checked (``validate``), repaired when needed
    (``repair``), and the one with the largest gain is kept only if it beats its solo plan by more than a
    margin (:func:`accept`); otherwise the episode stays solo. This keeps only collaboration that pays.
-4. :func:`generate` makes episodes over scenes, reproducibly: one generator per (seed, scene, episode).
+4. :func:`embodia.agents.navcraft.benchmark.generate` makes episodes over scenes, reproducibly: one generator
+   per (seed, scene, episode).
 """
 
 from __future__ import annotations
@@ -27,12 +28,10 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-import time
 import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -48,18 +47,16 @@ from embodia.agents.navcraft.mission import (
     Item,
     Leg,
     Mission,
-    NavCraftEpisode,
     Place,
     RobotStart,
     Schedule,
     Step,
     Subgoal,
 )
-from embodia.agents.navcraft.timing import ScheduleError, TravelFor, retime, travel_for_scene
+from embodia.agents.navcraft.timing import ScheduleError, TravelFor, retime
 from embodia.agents.navcraft.travel import Travel
 from embodia.core.errors import EmbodiaError
 from embodia.envs.habitat.episodes import object_view_points
-from embodia.envs.habitat.scene import shipped_scene_names
 
 #: furniture an item can be delivered to
 RECEPTACLE_CATEGORIES = ("table", "counter", "desk", "cabinet", "chest_of_drawers", "bookshelf")
@@ -71,7 +68,7 @@ class NavCraftError(EmbodiaError):
 
 @dataclass
 class GeneratorConfig:
-    """Settings of :func:`generate` (and of :func:`sample_mission` / :func:`collaborate` it calls)."""
+    """Settings of :func:`~embodia.agents.navcraft.benchmark.generate` (and of :func:`sample_mission` / :func:`collaborate` it calls)."""
 
     min_room_hops: int = 2
     """Fewest room hops on every leg of a base mission (start -> pickup -> destination -> ... -> end)."""
@@ -104,14 +101,6 @@ class Collaboration:
     rejected: dict[str, int] = field(default_factory=dict)
     """Candidates dropped, by reason (``no_gain``, ``infeasible``, ``solo_infeasible``, a repair reason)."""
     repairs: list[str] = field(default_factory=list)
-
-
-@dataclass
-class GenerationResult:
-    """Episodes and statistics of :func:`generate`."""
-
-    episodes: list[NavCraftEpisode]
-    stats: dict[str, Any]
 
 
 # ---------------------------------------------------------------------- scene helpers (cached per Travel)
@@ -154,7 +143,7 @@ def _anchor_place(travel: Travel, room: str) -> Place:
     return Place(room, tuple(float(v) for v in travel.graph.room(room).anchor))
 
 
-def _random_place(travel: Travel, rng: np.random.Generator) -> Place | None:
+def random_place(travel: Travel, rng: np.random.Generator) -> Place | None:
     p = travel.pathfinder.get_random_navigable_point(island_index=0, rng=rng)
     room = travel.room_of(p)
     if room is None or not np.isfinite(p).all():
@@ -220,7 +209,7 @@ def sample_mission(
         return [b for b in candidates if room_hops(travel, a, b) >= min_room_hops]
 
     for _ in range(max_tries):
-        start = _random_place(travel, rng)
+        start = random_place(travel, rng)
         if start is None:
             continue
         chosen = [portable[int(k)] for k in rng.permutation(len(portable))[:num_items]]
@@ -496,117 +485,3 @@ def collaborate(
 
 def _counts(counter: Counter) -> dict[str, int]:
     return {k: int(v) for k, v in sorted(counter.items()) if v}
-
-
-# ---------------------------------------------------------------------- generation
-def scene_refs(n: int, seed: int) -> list[str]:
-    """``n`` scene references: the shipped scenes first, then procedural apartments and offices."""
-    refs = shipped_scene_names()[:n]
-    kinds = ("apartment", "office")
-    refs += [f"procedural:{kinds[k % 2]}:{seed * 1000 + k}" for k in range(n - len(refs))]
-    return refs
-
-
-def sample_helpers(
-    travel: Travel, rng: np.random.Generator, taken: list, count: int, clearance: float = 0.6
-) -> list[RobotStart]:
-    """``count`` helper starts in the main island, at least ``clearance`` m from ``taken`` and each other
-    (200 random points tried)."""
-    out: list[RobotStart] = []
-    points = [p[:2] for p in taken]
-    for _ in range(200):
-        if len(out) == count:
-            return out
-        place = _random_place(travel, rng)
-        if place is None or any(math.dist(place.position[:2], p) < clearance for p in points):
-            continue
-        out.append(RobotStart(place, float(rng.uniform(-math.pi, math.pi))))
-        points.append(place.position[:2])
-    if len(out) < count:
-        raise NavCraftError(f"no room for {count} helper starts {clearance} m apart in {travel.scene.name!r}")
-    return out
-
-
-def scene_episodes(
-    scene: str,
-    scene_index: int,
-    episodes_per_scene: int,
-    seed: int,
-    helpers: Sequence[int],
-    num_items: Sequence[int],
-    config: GeneratorConfig,
-) -> tuple[list[NavCraftEpisode], dict[str, int]]:
-    """The episodes of one scene (what :func:`generate` runs per scene, in this process or on a Ray worker)
-    and the candidates rejected, by reason."""
-    travel_for = travel_for_scene(scene)
-    travel = travel_for(())
-    episodes, rejected = [], Counter()
-    for index in range(episodes_per_scene):
-        rng = np.random.default_rng([seed, scene_index, index])
-        count = int(rng.choice(list(num_items)))
-        episode_id = f"{scene}#{index}"
-        mission = sample_mission(
-            travel,
-            rng,
-            episode_id,
-            num_items=count,
-            min_room_hops=config.min_room_hops,
-            max_tries=config.max_tries,
-            scene_id=scene,
-        )
-        starts = sample_helpers(
-            travel, rng, [mission.start.position], int(rng.choice(list(helpers))), config.helper_clearance
-        )
-        result = collaborate(mission, starts, travel_for, rng, types=config.types, config=config)
-        rejected.update(result.rejected)
-        info = {
-            "taxonomy": result.taxonomy,
-            "makespan": result.schedule.makespan,
-            "solo_makespan": result.solo.makespan,
-            "gain": result.solo.makespan - result.schedule.makespan,
-            "repairs": result.repairs,
-            "room_hops": [leg.room_hops for leg in mission.legs],
-            "seed": seed,
-            "scene": scene,
-            "accepted": result.accepted,
-            "rejected": result.rejected,
-        }
-        episodes.append(NavCraftEpisode(episode_id, mission, result.schedule, result.solo, info))
-    return episodes, dict(rejected)
-
-
-def generate(
-    scenes: Sequence[str],
-    episodes_per_scene: int,
-    seed: int,
-    *,
-    helpers: Sequence[int] = (1, 2),
-    num_items: Sequence[int] = (1, 2),
-    config: GeneratorConfig | None = None,
-    workers: int = 1,
-    ray_address: str | None = None,
-) -> GenerationResult:
-    """NavCraft episodes: per scene and episode, a mission (stage 1) with ``num_items`` items and
-    ``helpers`` helpers (each drawn from the given choices) and its collaboration (stage 2). Each episode
-    has its own generator ``default_rng([seed, scene index, episode index])``, so it does not depend on
-    which others are made, nor on ``workers``: with ``workers > 1`` (or a Ray address) scenes run as Ray
-    tasks (:func:`embodia.runner.parallel.map_tasks`), results in scene order."""
-    from embodia.agents.navcraft.stats import generation_stats
-
-    config = config or GeneratorConfig()
-    began = time.perf_counter()
-    arguments = [
-        (scene, i, episodes_per_scene, seed, tuple(helpers), tuple(num_items), config)
-        for i, scene in enumerate(scenes)
-    ]
-    if workers > 1 or ray_address:
-        from embodia.runner.parallel import map_tasks
-
-        parts = map_tasks(scene_episodes, arguments, workers, ray_address)
-    else:
-        parts = [scene_episodes(*args) for args in arguments]
-    episodes, rejected = [], Counter()
-    for scene_part, scene_rejected in parts:
-        episodes.extend(scene_part)
-        rejected.update(scene_rejected)
-    return GenerationResult(episodes, generation_stats(episodes, rejected, time.perf_counter() - began))

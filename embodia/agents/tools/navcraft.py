@@ -4,9 +4,9 @@ generated (and written as an episode file) or run by an agent and scored.
 Paper: "CoNavBench: Collaborative Long-Horizon Vision-Language Navigation Benchmark" (ICLR 2026,
 OpenReview bMrH2PFMsi; NavCraft is its generation platform) (see
 ``../shared/PAPERS.md``, "Collaborative VLN"). ``navcraft_generate`` runs NavCraft's two-stage generator
-(:func:`embodia.agents.navcraft.generate.generate`: a long-horizon base mission per episode, then the
+(:func:`embodia.agents.navcraft.benchmark.generate`: a long-horizon base mission per episode, then the
 collaboration schedule that beats the primary robot's solo plan, if any) over the shipped and procedural
-scenes (:func:`~embodia.agents.navcraft.generate.scene_refs`), and returns the benchmark statistics;
+scenes (:func:`~embodia.agents.navcraft.benchmark.scene_refs`), and returns the benchmark statistics;
 ``navcraft_evaluate`` executes episodes - from a file or generated on the spot - with the collaborative
 planner, the primary robot alone, or a language-model planner, optionally disturbed (a delayed robot and a
 closed door), and returns CoNavBench's metrics per episode and per taxonomy type
@@ -96,7 +96,8 @@ class GenerateArgs:
 
 def _generate(spec: GenerationSpec | GenerateArgs, tool_name: str, most: int) -> Any:
     """Run the generator as ``spec`` says; argument problems as :class:`ToolArgumentError`."""
-    from embodia.agents.navcraft.generate import GeneratorConfig, NavCraftError, generate, scene_refs
+    from embodia.agents.navcraft.benchmark import generate, scene_refs
+    from embodia.agents.navcraft.generate import GeneratorConfig, NavCraftError
 
     total = spec.scenes * spec.episodes_per_scene
     if total > most:

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
+from embodia.agents.navcraft.benchmark import generate
 from embodia.agents.navcraft.episode_io import NavCraftFileError, load_episodes, save_episodes
-from embodia.agents.navcraft.generate import generate
 from embodia.agents.navcraft.mission import to_plain
 from embodia.agents.navcraft.travel import Travel
 from embodia.envs.habitat.coords import habitat_rotation_to_yaw

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from embodia.agents.navcraft.benchmark import generate
 from embodia.agents.navcraft.evaluation import (
     RunConfig,
     random_disturbances,
@@ -16,7 +17,6 @@ from embodia.agents.navcraft.evaluation import (
     summary_rows,
 )
 from embodia.agents.navcraft.executor import CloseDoor, Delay
-from embodia.agents.navcraft.generate import generate
 from embodia.agents.navcraft.travel import Travel
 
 

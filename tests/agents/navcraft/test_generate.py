@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from embodia.agents.navcraft.benchmark import generate, scene_refs
 from embodia.agents.navcraft.generate import (
     GeneratorConfig,
     NavCraftError,
@@ -15,9 +16,7 @@ from embodia.agents.navcraft.generate import (
     build_mission,
     collaborate,
     door_side_places,
-    generate,
     sample_mission,
-    scene_refs,
     solo_schedule,
 )
 from embodia.agents.navcraft.instructions import humanise_room

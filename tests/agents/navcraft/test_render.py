@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from embodia.agents.navcraft.benchmark import generate
 from embodia.agents.navcraft.executor import execute
-from embodia.agents.navcraft.generate import generate
 from embodia.agents.navcraft.render import (
     CLOSED_DOOR_COLOR,
     MEETING_COLOR,
