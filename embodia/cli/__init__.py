@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "embodia.cli.navcraft",  # navcraft generate | run
     "embodia.cli.robot",  # robot policy | sim | node-config | launch | record
     "embodia.cli.vsr",  # vsr upscale (VFF space-time video super-resolution)
+    "embodia.cli.iqa",  # iqa build | train | score (Embodied-IQA)
     "embodia.cli.tools",  # tool list | schema | run, mcp
 )
 

@@ -70,7 +70,11 @@ class RandomPolicy:
 
 
 #: modules that register policy types when imported
-_POLICY_MODULES = ("embodia.policies.linear", "embodia.policies.actor_policy")
+_POLICY_MODULES = (
+    "embodia.policies.linear",
+    "embodia.policies.actor_policy",
+    "embodia.policies.pixel_policy",
+)
 
 #: how a policy folder's network may run: ``"torch"`` (model.safetensors), ``"onnx"`` (model.onnx through ONNX
 #: Runtime, no torch) or ``"auto"`` (torch when it is installed, else model.onnx)

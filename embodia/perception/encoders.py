@@ -63,7 +63,7 @@ class ConvEncoder(nn.Module):
 
     def __init__(self, image_size: int = 64, dim: int = 64, depth: int = 2) -> None:
         super().__init__()
-        self.image_size, self.dim = int(image_size), int(dim)
+        self.image_size, self.dim, self.depth = int(image_size), int(dim), int(depth)
         self.grid = self.image_size // 2**depth
         self.mean, self.std = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
         layers: list[nn.Module] = []
@@ -75,6 +75,12 @@ class ConvEncoder(nn.Module):
         self.net = nn.Sequential(*layers)
         self.position = nn.Parameter(torch.zeros(1, self.grid * self.grid, dim))
         nn.init.normal_(self.position, std=0.02)
+
+    kind = "conv"
+    """The name of this class in :mod:`.encoder_io`'s registry of encoder folders."""
+
+    def encoder_config(self) -> dict[str, int]:
+        return {"image_size": self.image_size, "dim": self.dim, "depth": self.depth}
 
     def forward(self, images: torch.Tensor) -> EncoderOutput:
         tokens = self.net(images).flatten(2).transpose(1, 2) + self.position

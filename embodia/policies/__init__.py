@@ -33,5 +33,11 @@ register_learner(
     "embodia.policies.deas:DEASConfig",
     "DEAS: detached value learning over action sequences",
 )
+register_learner(
+    "pixel_bc",
+    "embodia.policies.pixel_bc:PixelBC",
+    "embodia.policies.pixel_bc:PixelBCConfig",
+    "behaviour cloning from camera images (CNN, a saved encoder such as VER, or a local DINOv2/CLIP)",
+)
 
 __all__ = ["learner_classes", "learner_names", "register_learner"]

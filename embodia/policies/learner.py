@@ -8,7 +8,8 @@ that listing the methods (the CLI, the comparison, the tests) imports neither th
 What :func:`embodia.policies.train.train` needs from a learner (defaults in :class:`OfflineLearner`):
 
 - ``window_for(config)``: the window length ``H`` of the batches it learns from;
-- ``obs_keys`` and ``fit_normalizer(sampler)``: the observation keys and their statistics;
+- ``observation_keys(config)`` and ``fit_normalizer_for(config, sampler)``: the observation keys read from
+  the store and the statistics of the keys the networks see (defaults: ``state``; ``fit_normalizer``);
 - ``needs_reward``: whether the store must hold a ``reward`` key;
 - ``sample(sampler, batch_size)``: a batch (default: uniform windows; GCIQL relabels goals);
 - ``update(batch) -> metrics`` (one gradient step), ``modules()`` (networks, for checkpoints),
@@ -50,6 +51,12 @@ class Learner(Protocol):
     def fit_normalizer(cls, sampler: WindowSampler) -> ObsNormalizer: ...
 
     def sample(self, sampler: WindowSampler, batch_size: int) -> dict[str, Any]: ...
+
+    @classmethod
+    def observation_keys(cls, config: Any) -> list[str]: ...
+
+    @classmethod
+    def fit_normalizer_for(cls, config: Any, sampler: WindowSampler) -> ObsNormalizer: ...
 
     def update(self, batch: dict[str, Any]) -> dict[str, float]: ...
 
@@ -127,10 +134,22 @@ class OfflineLearner:
         return 1
 
     @classmethod
+    def observation_keys(cls, config: Any) -> list[str]:
+        """Observation keys the store must hold and the sampler returns (default: ``state``; GCIQL's goals
+        are relabelled states)."""
+        return ["state"]
+
+    @classmethod
     def fit_normalizer(cls, sampler: WindowSampler) -> ObsNormalizer:
         from embodia.policies.networks import ObsNormalizer
 
         return ObsNormalizer.fit(list(cls.obs_keys), sampler.arrays)
+
+    @classmethod
+    def fit_normalizer_for(cls, config: Any, sampler: WindowSampler) -> ObsNormalizer:
+        """The normalizer for ``config`` (default: :meth:`fit_normalizer`; a learner whose observation keys
+        depend on its config overrides this)."""
+        return cls.fit_normalizer(sampler)
 
     def sample(self, sampler: WindowSampler, batch_size: int) -> dict[str, Any]:
         from embodia.data.sampling import to_torch

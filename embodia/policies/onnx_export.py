@@ -213,8 +213,8 @@ def export_onnx(policy_dir: str | Path, *, check: bool = True, atol: float = 1e-
     config = json.loads((folder / "config.json").read_text())
     if not isinstance(policy, ActorPolicy):
         raise PolicyError(
-            f"{str(folder)!r} is a {config.get('type')!r} policy; only trained actor policies (`embodia train`) "
-            "export to ONNX"
+            f"{str(folder)!r} is a {config.get('type')!r} policy; only state-based actor policies (`embodia train` "
+            "bc, iql, gciql, deas) export to ONNX; pixel policies run with torch"
         )
     import torch
 

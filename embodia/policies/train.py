@@ -33,7 +33,7 @@ from embodia.core.errors import EmbodiaError
 from embodia.core.validation import validate
 from embodia.data.sampling import WindowSampler
 from embodia.data.store import TrajectoryStore
-from embodia.policies.actor_policy import ActorPolicy, save_actor_policy
+from embodia.policies.actor_policy import save_actor_policy
 from embodia.policies.learner import Learner, learner_classes, learner_names
 from embodia.runner.evaluate import evaluate_policy
 
@@ -117,12 +117,17 @@ def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple
             f"store {store!r} has no 'reward' key: {config.method} learns from rewards; "
             "record with rewards or use bc"
         )
-    if "state" not in sampler_source.keys:
-        raise EmbodiaError(f"store {store!r} has no 'state' observations to learn from")
+    obs_keys = learner_cls.observation_keys(method_config)
+    missing = [k for k in obs_keys if k not in sampler_source.keys]
+    if missing:
+        raise EmbodiaError(
+            f"store {store!r} has no {', '.join(repr(k) for k in missing)} observations to learn from "
+            f"(it holds {', '.join(sorted(sampler_source.obs_keys))})"
+        )
     sampler = WindowSampler(
-        sampler_source, horizon=learner_cls.window_for(method_config), obs_keys=["state"], seed=config.seed
+        sampler_source, horizon=learner_cls.window_for(method_config), obs_keys=obs_keys, seed=config.seed
     )
-    normalizer = learner_cls.fit_normalizer(sampler)
+    normalizer = learner_cls.fit_normalizer_for(method_config, sampler)
     rewards = sampler.reward
     reward_range = (float(rewards.min()), float(rewards.max())) if len(rewards) else (0.0, 1.0)
     action_dim = int(np.prod(sampler.arrays["action"].shape[1:]))
@@ -130,7 +135,10 @@ def build_learner(config: TrainConfig, sampler_source: TrajectoryStore) -> tuple
     return learner, sampler
 
 
-def export_policy(learner: Learner, folder: Path, meta: dict[str, Any]) -> ActorPolicy:
+def export_policy(learner: Learner, folder: Path, meta: dict[str, Any]) -> Any:
+    """Write the learner's policy folder and load it back (a learner with ``export`` writes its own format)."""
+    if hasattr(learner, "export"):
+        return learner.export(folder, meta)
     cfg = learner.config
     save_actor_policy(
         folder,

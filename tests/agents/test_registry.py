@@ -31,6 +31,7 @@ EXPECTED = {
     "navcraft_generate",
     "navcraft_evaluate",
     "video_upscale",
+    "iqa_score",
 }
 
 

@@ -67,6 +67,7 @@ _TOOL_MODULES = (
     "embodia.agents.tools.flow_of_ranks",
     "embodia.agents.tools.navcraft",
     "embodia.agents.tools.vsr",
+    "embodia.agents.tools.iqa",
 )
 
 _TOOLS: dict[str, Tool] = {}
