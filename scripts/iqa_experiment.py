@@ -1,6 +1,6 @@
 """Embodied-IQA at CPU scale: does pixel fidelity predict what a distortion does to a robot policy?
 
-    python scripts/iqa_experiment.py            # the README's tables (~25 min on 2 cores)
+    python scripts/iqa_experiment.py            # the README's tables (~17 min on 2 cores)
     python scripts/iqa_experiment.py --quick    # seconds: the pipeline runs (the tests run it)
 
 1. A pixel policy for ``embodia/Visual-CubeSingle-v0`` (``--policy FOLDER``, or behaviour cloning with a CNN

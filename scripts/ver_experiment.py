@@ -1,6 +1,6 @@
 """VER end to end at CPU scale: teachers -> distilled expert library -> pixel policies, against baselines.
 
-    python scripts/ver_experiment.py            # the README's tables (~30 min on 2 cores)
+    python scripts/ver_experiment.py            # the README's tables (~60 min on 2 cores)
     python scripts/ver_experiment.py --quick    # seconds: the pipeline runs (the tests run it)
 
 1. Labelled frames from ``embodia/Visual-CubeSingle-v0`` and three teachers with different objectives
@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         arms.append(PixelArm(name, str(out / "encoders" / name), label=label))
 
     # diagnostic: the frozen library read through the state teacher's distillation router (no routing trained)
-    frozen = VisionExpertLibrary(**{**library.encoder_config(), "default_router": "state", "default_k": 1})
+    frozen = VisionExpertLibrary(
+        **{**library.encoder_config(), "default_router": "state"}
+    )  # top-K as distilled
     frozen.load_state_dict(library.state_dict())
     save_encoder(frozen, out / "encoders" / "ver-library-state-router")
     arms.append(
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             "ver-library-state-router",
             str(out / "encoders" / "ver-library-state-router"),
             freeze_encoder=True,
-            label="VER library via the state teacher's router, K = 1 (frozen)",
+            label=f"VER library via the state teacher's router, K = {frozen.default_k} (frozen)",
         )
     )
 
