@@ -155,14 +155,16 @@ def tables(db, results: dict, levels: dict, args: argparse.Namespace) -> str:
     lines += [f"| {pair} | {value:+.3f} |" for pair, value in levels.items()]
     lines += [
         "",
-        "| class | perception | decision | execution drop | success (clean: "
+        "| class | PSNR (dB) | SSIM | perception | decision | execution drop | success (clean: "
         f"{float(np.nanmean(db.clean_success)):.0%}) |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
+    fidelity = baseline_scores(db)  # damage-oriented: -PSNR, 1 - SSIM
     for c, name in enumerate(db.class_names):
         rows = db.class_index == c
         lines.append(
-            f"| {name} | {db.perception[rows].mean():.3f} | {db.decision[rows].mean():.3f} | "
+            f"| {name} | {-fidelity['psnr'][rows].mean():.1f} | {1 - fidelity['ssim'][rows].mean():.2f} | "
+            f"{db.perception[rows].mean():.3f} | {db.decision[rows].mean():.3f} | "
             f"{np.nanmean(db.execution[rows]):+.2f} | {np.nanmean(db.success[rows]):.0%} |"
         )
     return "\n".join(lines) + "\n"

@@ -36,7 +36,7 @@ class VEREncoder(nn.Module):
     ``router_noise``: the downstream routers' noise scale in training (0: deterministic, the default). With
     the distillation's scale 1, a fresh router's logits (~0.02) drown in noise of std ~0.7, so each token's
     expert is random for most of a short run and the policy head fits features that change every step
-    (measured in the VER experiment: training action error 0.15 against 0.07 without noise).
+    (measured in the VER experiment: final training action error 0.15 with noise, 0.12-0.13 without).
     """
 
     kind = "ver"
