@@ -1,6 +1,6 @@
 """Embodied-IQA at CPU scale: does pixel fidelity predict what a distortion does to a robot policy?
 
-    python scripts/iqa_experiment.py            # the README's tables (~17 min on 2 cores)
+    python scripts/iqa_experiment.py            # the README's tables (~10 min on 2 cores)
     python scripts/iqa_experiment.py --quick    # seconds: the pipeline runs (the tests run it)
 
 1. A pixel policy for ``embodia/Visual-CubeSingle-v0`` (``--policy FOLDER``, or behaviour cloning with a CNN
@@ -63,6 +63,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--iqa-steps", type=int, default=600)
     parser.add_argument("--seeds", type=int, default=3, help="split and model seeds")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="references scored in parallel on Ray (1: no Ray)"
+    )
     parser.add_argument("--figure", default="docs/images/iqa/distortions.png", help="picture of the classes")
     return parser.parse_args(argv)
 
@@ -210,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     if args.quick:
         args.demos, args.policy_steps, args.references, args.rollouts = 1, 4, 2, 1
-        args.horizon, args.iqa_steps, args.seeds = 4, 20, 1
+        args.horizon, args.iqa_steps, args.seeds, args.workers = 4, 20, 1, 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -233,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     if (database / "zarr.json").is_file() and not args.quick:
         db = load_database(database)
     else:
-        db = build_database(config, policy, policy.actor.observations.encoder, progress=not args.quick)
+        db = build_database(
+            config, policy, policy.actor.observations.encoder, progress=not args.quick, workers=args.workers
+        )
         save_database(db, database)
     build_minutes = (time.perf_counter() - started) / 60
     results = evaluate(db, args, out)

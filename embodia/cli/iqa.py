@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from embodia.core.cli_args import nonnegative_int, positive_int, seed
+from embodia.core.cli_args import add_parallel_arguments, nonnegative_int, positive_int, seed
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -45,7 +45,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         horizon=args.horizon,
         seed=args.seed,
     )
-    db = build_database(config, policy, encoder, progress=True)
+    db = build_database(
+        config, policy, encoder, progress=True, workers=args.workers, ray_address=args.ray_address
+    )
     save_database(db, args.out)
     print(
         f"{len(db.images)} distorted images of {len(db.references)} references ({len(classes)} classes x "
@@ -126,6 +128,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--rollouts", type=nonnegative_int, default=2, help="execution rollouts per image")
     build.add_argument("--horizon", type=positive_int, default=60, help="steps of an execution rollout")
     build.add_argument("--seed", type=seed, default=0)
+    add_parallel_arguments(build)
     build.set_defaults(func=cmd_build)
 
     train = sub.add_parser("train", help="train the IQA model on a database")

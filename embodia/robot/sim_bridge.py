@@ -105,6 +105,10 @@ class BridgeConfig:
     wait_for_subscribers: Annotated[int, Field(ge=0)] = 0
     """start the first episode only when a controller publishes on ``cmd`` and every observation topic
     and ``episode`` have at least this many subscribers (e.g. 2: the policy node and a recorder)"""
+    settle: Annotated[float, Field(ge=0)] = 1.0
+    """with ``wait_for_subscribers``: seconds to wait after everyone is seen before the first episode. DDS
+    discovery is asymmetric: the graph lists a recorder's subscription on ``cmd`` before the policy node's
+    publisher delivers to it, and the recorder would miss the first commands of episode 0."""
     results: str | None = None
     """write per-episode results (JSON) here when the bridge stops"""
 
@@ -332,6 +336,7 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
         self._last_publish = time.monotonic()
         self._done = False
         self._started = False
+        self._ready_since: float | None = None
         self._last_wait_log = float("-inf")
         self._last_status = float("-inf")
         self.rate = RateController(config.rate_hz if config.mode == "rate" else 20.0)
@@ -428,7 +433,12 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
             return
         if not self._started:
             if not self._ready(now):
+                self._ready_since = None
                 return
+            if self.config.wait_for_subscribers > 0:
+                self._ready_since = self._ready_since or now
+                if now - self._ready_since < self.config.settle:
+                    return
             self._started = True
             self._begin()
         if self.config.mode == "rate":

@@ -243,83 +243,129 @@ def _pooled(encoder: ImageEncoder, images: np.ndarray) -> torch.Tensor:
 
 
 def build_database(
-    config: IQADatabaseConfig, policy: Any, encoder: ImageEncoder, progress: bool = False
+    config: IQADatabaseConfig,
+    policy: Any,
+    encoder: ImageEncoder,
+    progress: bool = False,
+    workers: int = 1,
+    ray_address: str | None = None,
 ) -> IQADatabase:
     """Render references with ``policy``, distort them and score every distortion (module docstring).
 
     ``policy``: an embodia policy (``reset(seed)``, ``act(obs)``; chunks are executed by
     :class:`~embodia.core.chunks.ActionChunker`) reading the pixel observations; ``encoder``: a frozen
     :class:`~embodia.perception.encoders.ImageEncoder` for the perception score. ``progress`` prints one
-    line per reference to stderr. Cost: ``R * (len(classes) * len(levels) + 1) * rollouts * horizon`` steps.
+    line per reference to stderr. Cost: ``R * (len(classes) * len(levels) + 1) * rollouts * horizon`` steps;
+    with ``workers > 1`` (or a Ray address) the references are scored in parallel on Ray
+    (:func:`embodia.runner.parallel.map_tasks`, one environment per task), with the same result.
     """
     from embodia import make
+    from embodia.runner.parallel import map_tasks, wants_ray
 
     check_config(config)
     env = make(config.env_id, **config.env_kwargs)
     action_shape = tuple(env.action_space.shape)
     start = time.perf_counter()
+    rows: dict[str, list] = {name: [] for name in _ARRAYS}
+
+    def add(r: int, scored: dict[str, list]) -> None:
+        if progress:
+            print(
+                f"iqa database: reference {r + 1}/{len(refs)} done, {time.perf_counter() - start:.1f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     try:
         refs = _collect_references(env, policy, config, action_shape)
-        pairs = [(c, int(level)) for c in config.classes for level in config.levels]
-        rows: dict[str, list] = {name: [] for name in _ARRAYS}
-        for r, ref in enumerate(refs):
-            clean = ref["obs"][config.image_key]
-            # the seed leaves the level out: one reference's levels of a class share noise, direction and rectangles
-            keys = [(config.seed, 3, r, CLASS_NAMES.index(c)) for c, _ in pairs]
-            images = np.stack(
-                [distort(clean, c, level, image_seed(*k, 0, 0)) for (c, level), k in zip(pairs, keys)]
-            )
-            vectors = _pooled(encoder, np.concatenate([clean[None], images]))
-            perception = 1.0 - torch.nn.functional.cosine_similarity(vectors[:1], vectors[1:], dim=-1)
-            seed = image_seed(config.seed, 4, r)
-            clean_action = _first_action(policy, ref["obs"], seed, len(action_shape))
-            decision = [
-                np.linalg.norm(
-                    _first_action(policy, {**ref["obs"], config.image_key: image}, seed, len(action_shape))
-                    - clean_action
-                )
-                for image in images
-            ]
-            policy_seeds = [image_seed(config.seed, 5, r, k) for k in range(config.rollouts)]
-            base = np.array([_rollout(env, policy, ref, config, action_shape, s, None) for s in policy_seeds])
-            base = base.mean(axis=0) if len(base) else np.full(2, np.nan)
-            for (c, level), k, image, p, d in zip(pairs, keys, images, perception.tolist(), decision):
-                runs = np.array(
-                    [
-                        _rollout(env, policy, ref, config, action_shape, s, (c, level, (*k, j)))
-                        for j, s in enumerate(policy_seeds)
-                    ]
-                )
-                success, prog = runs.mean(axis=0) if len(runs) else (np.nan, np.nan)
-                values = {
-                    "images": image,
-                    "ref_index": r,
-                    "class_index": config.classes.index(c),
-                    "level": level,
-                    "perception": p,
-                    "decision": d,
-                    "execution": base[0] - success,
-                    "progress_drop": base[1] - prog,
-                    "success": success,
-                    "clean_success": base[0],
-                    "progress": prog,
-                    "clean_progress": base[1],
-                }
-                for name, value in values.items():
-                    rows[name].append(value)
-            rows["references"].append(clean)
-            rows["reference_states"].append(ref["state"])
-            rows["reference_seeds"].append(ref["seed"])
-            rows["reference_steps"].append(ref["step"])
-            if progress:
-                print(
-                    f"iqa database: reference {r + 1}/{len(refs)} done, {time.perf_counter() - start:.1f}s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        if wants_ray(workers, ray_address):
+            arguments = [(config, policy, encoder, ref, r) for r, ref in enumerate(refs)]
+            results = map_tasks(score_reference_task, arguments, workers, ray_address, on_result=add)
+        else:
+            results = []
+            for r, ref in enumerate(refs):
+                results.append(score_reference(env, config, policy, encoder, ref, r))
+                add(r, results[-1])
     finally:
         env.close()
+    for scored in results:  # in reference order, wherever each was scored
+        for name, values in scored.items():
+            rows[name].extend(values)
     return _assemble(rows, config)
+
+
+def score_reference_task(
+    config: IQADatabaseConfig, policy: Any, encoder: ImageEncoder, ref: dict, r: int
+) -> dict:
+    """:func:`score_reference` in an environment of its own (a Ray task)."""
+    from embodia import make
+
+    torch.set_num_threads(1)
+    env = make(config.env_id, **config.env_kwargs)
+    try:
+        return score_reference(env, config, policy, encoder, ref, r)
+    finally:
+        env.close()
+
+
+def score_reference(
+    env: Any, config: IQADatabaseConfig, policy: Any, encoder: ImageEncoder, ref: dict, r: int
+) -> dict[str, list]:
+    """Every distortion of reference ``r``, scored at the three levels: the database rows of one reference.
+
+    Deterministic given ``config.seed`` and ``r`` (rollouts restore the reference state exactly), so a run
+    on Ray gives the same database as a serial one.
+    """
+    action_shape = tuple(env.action_space.shape)
+    pairs = [(c, int(level)) for c in config.classes for level in config.levels]
+    rows: dict[str, list] = {name: [] for name in _ARRAYS}
+    clean = ref["obs"][config.image_key]
+    # the seed leaves the level out: one reference's levels of a class share noise, direction and rectangles
+    keys = [(config.seed, 3, r, CLASS_NAMES.index(c)) for c, _ in pairs]
+    images = np.stack([distort(clean, c, level, image_seed(*k, 0, 0)) for (c, level), k in zip(pairs, keys)])
+    vectors = _pooled(encoder, np.concatenate([clean[None], images]))
+    perception = 1.0 - torch.nn.functional.cosine_similarity(vectors[:1], vectors[1:], dim=-1)
+    seed = image_seed(config.seed, 4, r)
+    clean_action = _first_action(policy, ref["obs"], seed, len(action_shape))
+    decision = [
+        np.linalg.norm(
+            _first_action(policy, {**ref["obs"], config.image_key: image}, seed, len(action_shape))
+            - clean_action
+        )
+        for image in images
+    ]
+    policy_seeds = [image_seed(config.seed, 5, r, k) for k in range(config.rollouts)]
+    base = np.array([_rollout(env, policy, ref, config, action_shape, s, None) for s in policy_seeds])
+    base = base.mean(axis=0) if len(base) else np.full(2, np.nan)
+    for (c, level), k, image, p, d in zip(pairs, keys, images, perception.tolist(), decision):
+        runs = np.array(
+            [
+                _rollout(env, policy, ref, config, action_shape, s, (c, level, (*k, j)))
+                for j, s in enumerate(policy_seeds)
+            ]
+        )
+        success, prog = runs.mean(axis=0) if len(runs) else (np.nan, np.nan)
+        values = {
+            "images": image,
+            "ref_index": r,
+            "class_index": config.classes.index(c),
+            "level": level,
+            "perception": p,
+            "decision": d,
+            "execution": base[0] - success,
+            "progress_drop": base[1] - prog,
+            "success": success,
+            "clean_success": base[0],
+            "progress": prog,
+            "clean_progress": base[1],
+        }
+        for name, value in values.items():
+            rows[name].append(value)
+    rows["references"].append(clean)
+    rows["reference_states"].append(ref["state"])
+    rows["reference_seeds"].append(ref["seed"])
+    rows["reference_steps"].append(ref["step"])
+    return rows
 
 
 _DTYPES = {"references": np.uint8, "images": np.uint8, "reference_states": np.float64}

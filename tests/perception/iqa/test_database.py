@@ -205,3 +205,22 @@ def test_successful_only_refuses_a_policy_that_solves_nothing():
     with pytest.raises(IQADatabaseError, match="solved ones only") as error:
         build_database(config, PixelPolicy(), ConvEncoder(image_size=64, dim=16, depth=2))
     assert "\n" not in str(error.value)
+
+
+def test_scoring_on_ray_gives_the_same_database(database):
+    """References scored in parallel on Ray (one environment per task) equal the serial build."""
+    torch.manual_seed(0)  # the fixture's policy and encoder weights
+    parallel = build_database(
+        CONFIG, PixelPolicy(), ConvEncoder(image_size=64, dim=32, depth=2).eval(), workers=2
+    )
+    for name in (
+        "images",
+        "ref_index",
+        "class_index",
+        "level",
+        "perception",
+        "decision",
+        "execution",
+        "success",
+    ):
+        assert np.allclose(getattr(parallel, name), getattr(database, name), equal_nan=True), name
