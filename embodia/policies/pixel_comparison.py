@@ -119,8 +119,6 @@ def run_pixel_comparison(
 
 def train_and_evaluate_arm(arm: PixelArm, seed: int, config: PixelComparisonConfig) -> dict[str, Any]:
     """One run: train, evaluate, measure; writes ``eval.json`` in the run folder (a Ray task too)."""
-    import torch
-
     from embodia.core.policy import load_policy
     from embodia.policies.train import TrainConfig, train
 
@@ -175,7 +173,7 @@ def train_and_evaluate_arm(arm: PixelArm, seed: int, config: PixelComparisonConf
         "heldout_mse": heldout_action_error(policy, config.heldout),
         "trainable_parameters": _trainable(arm, actor),
         "encoder_parameters": sum(p.numel() for p in encoder.parameters()),
-        "ms_per_image": time_per_image(encoder, torch),
+        "ms_per_image": time_per_image(encoder),
         "train_seconds": train_seconds,
         "steps": config.steps,
         "first_loss": records[0]["bc_mse"],
@@ -206,8 +204,10 @@ def heldout_action_error(policy: Any, store_path: str, limit: int = 2000) -> flo
     return float(np.concatenate(errors).mean())
 
 
-def time_per_image(encoder: Any, torch: Any, repeats: int = 20) -> float:
-    """Milliseconds per 64x64 image of the encoder alone (batch of 1, one thread, after a warm-up)."""
+def time_per_image(encoder: Any, repeats: int = 20) -> float:
+    """Milliseconds per image of the encoder alone (batch of 1, after a warm-up)."""
+    import torch
+
     x = torch.zeros(1, 3, int(encoder.image_size), int(encoder.image_size))
     encoder.eval()
     with torch.no_grad():
