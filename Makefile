@@ -16,6 +16,9 @@ ROBOT_VENV   := .venv-robot
 ROBOT_STAMP  := $(ROBOT_VENV)/.embodia-installed
 # Headless rendering (Mesa EGL / OSMesa) and what the ROS 2 / GUI parts need from Debian.
 APT_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libgles2 libosmesa6 libglfw3 iproute2
+# ScienceBoard's six programs, and the virtual screen, input and accessibility stack that drive them.
+APT_PACKAGES += kalgebra grass-core texstudio texlive-latex-base poppler-utils stellarium pymol coq \
+                xvfb xdotool x11-utils dbus-daemon dbus-bin at-spi2-core python3-pyatspi
 export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 
@@ -28,7 +31,7 @@ apt:
 	if [ -n "$$missing" ]; then \
 	  echo "installing apt packages: $$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 $(STAMP): pyproject.toml requirements.lock

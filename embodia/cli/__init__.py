@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "embodia.cli.robot",  # robot policy | sim | node-config | launch | record
     "embodia.cli.vsr",  # vsr upscale (VFF space-time video super-resolution)
     "embodia.cli.iqa",  # iqa build | train | score (Embodied-IQA)
+    "embodia.cli.scienceboard",  # scienceboard tasks | run | validate (computer-use agents)
     "embodia.cli.tools",  # tool list | schema | run, mcp
 )
 

@@ -68,6 +68,7 @@ _TOOL_MODULES = (
     "embodia.agents.tools.navcraft",
     "embodia.agents.tools.vsr",
     "embodia.agents.tools.iqa",
+    "embodia.agents.tools.scienceboard",
 )
 
 _TOOLS: dict[str, Tool] = {}
