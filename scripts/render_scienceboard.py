@@ -27,6 +27,12 @@ GUI = {
 }
 
 
+def compact(image: Image.Image) -> Image.Image:
+    """The screen cropped to what the program drew (the rest of the virtual screen is black), 256 colours."""
+    box = image.convert("L").point(lambda value: 255 if value > 8 else 0).getbbox()
+    return (image.crop(box) if box else image).quantize(256)
+
+
 def gui_screenshot(task_id: str, out: Path) -> None:
     (task,) = load_tasks(ids=[task_id])
     with ScienceBoardEnv("gui", "screenshot") as env:
@@ -35,7 +41,7 @@ def gui_screenshot(task_id: str, out: Path) -> None:
             if action.type == "done":
                 break
             observation, *_ = env.step(action)
-        observation["screenshot"].save(out)
+        compact(observation["screenshot"]).save(out, optimize=True)
 
 
 def api_episode(task_id: str, extra: list[str], produced: str, out: Path) -> None:
@@ -86,10 +92,18 @@ def main() -> int:
         print(f"{domain}: {out / f'{domain}.png'}", flush=True)
     api_episode(
         "pymol-binding-site",
-        ["hide everything", "show cartoon", "show sticks, site", "orient site", "png pymol.png, width=900, height=600, ray=1"],
+        [
+            "hide everything",
+            "show cartoon",
+            "show sticks, site",
+            "orient site",
+            "png pymol.png, width=900, height=600, ray=1",
+        ],
         "pymol.png",
         out / "pymol.png",
     )
+    with Image.open(out / "pymol.png") as image:
+        compact(image.convert("RGB")).save(out / "pymol.png", optimize=True)
     print(f"pymol: {out / 'pymol.png'}", flush=True)
     api_episode(
         "grass-slope-degrees",
