@@ -19,10 +19,12 @@ APT_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libgles2 libosmesa6 
 # ScienceBoard's six programs, and the virtual screen, input and accessibility stack that drive them.
 APT_PACKAGES += kalgebra grass-core texstudio texlive-latex-base poppler-utils stellarium pymol coq \
                 xvfb xdotool x11-utils dbus-daemon dbus-bin at-spi2-core python3-pyatspi
+# A browser for the Rerun web viewer test (`embodia view --serve`, loaded headless).
+APT_PACKAGES += chromium
 export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: setup apt demo test lint format bench clean
+.PHONY: setup apt demo test walkthrough lint format bench clean
 
 setup: apt $(STAMP) $(ROBOT_STAMP)
 
@@ -56,6 +58,9 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q -x --durations=15
+
+walkthrough: setup  ## docs/walkthrough.md end to end: demonstrations -> BC -> ROS 2 deployment -> viewer
+	$(BIN)/python scripts/walkthrough.py
 
 lint: setup  ## ruff, and the layer contracts of ARCHITECTURE.md (import-linter)
 	$(BIN)/ruff check embodia tests benchmarks scripts

@@ -23,6 +23,7 @@ from embodia.core.extras import missing_extra
 COMMAND_MODULES = (
     "embodia.cli.envs",  # envs, run, info, replay, demo
     "embodia.cli.data",  # data generate | import | export | import-mcap
+    "embodia.cli.view",  # view (trajectory stores in Rerun)
     "embodia.cli.learning",  # train, eval, bench
     "embodia.cli.nav",  # nav scene | episodes | graph | eval
     "embodia.cli.navcraft",  # navcraft generate | run

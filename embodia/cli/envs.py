@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 
@@ -57,25 +58,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     from embodia.runner import rollout
 
     env_kwargs = parse_kwargs(args.env_kwarg)
+    view_hooks = _view_hooks(args)
     if args.task_id is not None:
         env_kwargs["task_id"] = args.task_id
-    result = rollout(
-        args.env_id,
-        args.policy,
-        episodes=args.episodes,
-        seed=args.seed,
-        record=args.record,
-        record_sim_state=args.record_sim_state,
-        commit_every=args.commit_every,
-        video=args.video,
-        max_steps=args.max_steps,
-        env_kwargs=env_kwargs,
-        workers=args.workers,
-        ray_address=args.ray_address,
-        num_envs=args.num_envs,
-        vector_mode=args.vector_mode,
-        progress=not args.quiet and not args.json,
-    )
+    policy = args.policy
+    if args.expert_noise is not None:
+        from embodia.core.errors import ConfigError
+        from embodia.runner.datasets import noisy_expert
+
+        if args.policy != "expert":
+            raise ConfigError(f"--expert-noise applies to --policy expert, not to --policy {args.policy!r}")
+        policy = functools.partial(noisy_expert, noise=args.expert_noise)
+    try:
+        result = rollout(
+            args.env_id,
+            policy,
+            episodes=args.episodes,
+            seed=args.seed,
+            record=args.record,
+            record_sim_state=args.record_sim_state,
+            commit_every=args.commit_every,
+            video=args.video,
+            max_steps=args.max_steps,
+            env_kwargs=env_kwargs,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            num_envs=args.num_envs,
+            vector_mode=args.vector_mode,
+            hooks=view_hooks,
+            progress=not args.quiet and not args.json,
+        )
+    finally:
+        for hook in view_hooks:
+            hook.close()  # finishes the .rrd, an interrupted episode included
+    if args.expert_noise is not None:
+        result.policy = f"expert(noise={args.expert_noise})"
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -100,6 +117,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"recorded {len(result.episodes)} episodes to {args.record}")
         if args.video:
             console.print(f"video: {args.video}")
+        if args.view:
+            console.print(f"Rerun recording: {args.view} (open it with `rerun {args.view}`)")
         if result.workers:
             workers = Table(title=f"{len(result.workers)} workers")
             for column in ("worker (host:pid)", "episodes", "steps", "seconds"):
@@ -111,6 +130,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         err_console.print(f"interrupted after {len(result.episodes)} finished episodes (all of them saved)")
         return 130
     return 0
+
+
+def _view_hooks(args: argparse.Namespace) -> list:
+    """``--view FILE.rrd``: a Rerun hook (refused where the rollout cannot run hooks in this process)."""
+    if not args.view:
+        return []
+    from embodia.core.errors import EmbodiaError
+    from embodia.runner.rerun_view import RerunHook
+
+    if args.num_envs > 1 or args.workers > 1 or args.ray_address:
+        raise EmbodiaError(
+            "--view logs episodes in this process: drop --num-envs/--workers/--ray-address, or record with "
+            "--record STORE.zarr and run `embodia view STORE.zarr --out FILE.rrd`"
+        )
+    return [RerunHook(args.view)]  # refuses an existing file
 
 
 # ---------------------------------------------------------------------- info
@@ -228,6 +262,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run episodes headless (optionally record and render them)")
     p.add_argument("env_id")
     p.add_argument("--policy", default="random", help="random | expert | PATH to a trained policy folder")
+    p.add_argument(
+        "--expert-noise",
+        type=nonnegative_float,
+        metavar="STD",
+        help="with --policy expert: Gaussian noise of this std on the expert's actions (demonstrations that "
+        "show how to recover; the kitchen policies learn from 0.1)",
+    )
     p.add_argument("--episodes", type=positive_int, default=1)
     p.add_argument("--seed", type=seed, default=0, help="episode i uses seed SEED+i")
     p.add_argument("--record", metavar="STORE.zarr", help="append the episodes to this trajectory store")
@@ -243,6 +284,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--video", type=output_file_path, metavar="OUT.mp4", help="render all episodes to this mp4"
+    )
+    p.add_argument(
+        "--view",
+        type=output_file_path,
+        metavar="FILE.rrd",
+        help="log the episodes to this Rerun recording (open it with `rerun FILE.rrd`)",
     )
     p.add_argument("--max-steps", type=positive_int, help="cut episodes at this many steps")
     p.add_argument("--task-id", type=positive_int, help="fix the evaluation task (OGBench: 1-5)")

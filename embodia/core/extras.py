@@ -22,6 +22,7 @@ MODULE_EXTRAS = {
     "networkx": "sim",
     "imageio_ffmpeg": "sim",
     "onnx": "sim",
+    "rerun": "sim",
     "transformers": "agents",
     "gguf": "agents",
     "accelerate": "agents",

@@ -78,6 +78,22 @@ def test_run_record_info_replay(cli, tmp_path):
     assert as_json["episodes"][0]["length"] == 7
 
 
+def test_run_records_a_noisy_expert_and_refuses_noise_for_other_policies(cli, tmp_path):
+    import embodia
+
+    runs = {}
+    for name, noise in (("clean", []), ("noisy", ["--expert-noise", "0.3"])):
+        store = tmp_path / f"{name}.zarr"
+        args = ["run", "embodia/PointMaze-Medium-v0", "--policy", "expert", "--max-steps", "30", "--json"]
+        result = cli(*args, *noise, "--record", str(store), "--quiet", check=True)
+        runs[name] = (json.loads(result.stdout), embodia.TrajectoryStore(store).episode(0)["action"])
+    assert runs["noisy"][0]["policy"] == "expert(noise=0.3)"
+    difference = np.abs(runs["noisy"][1] - runs["clean"][1]).mean()
+    assert 0.05 < difference < 0.5  # the same expert, with Gaussian noise of std 0.3 (clipped to [-1, 1])
+    refused = cli("run", "embodia/PointMaze-Medium-v0", "--expert-noise", "0.1")
+    assert_one_line_error(refused, "--expert-noise", "'random'")
+
+
 def test_unknown_env_suggests(cli):
     assert_one_line_error(
         cli("run", "embodia/PointMaze-Medum-v0"), "unknown environment id", "embodia/PointMaze-Medium-v0"
