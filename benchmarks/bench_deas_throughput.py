@@ -1,4 +1,5 @@
-"""Gradient steps/s of DEAS vs IQL at the same batch size and networks (the price of sequences + distributions).
+"""Gradient steps/s of DEAS, its baselines and its update before the actor-only backward pass (same batch
+size and networks; the price of sequences, distributions and flow policies).
 
     python -m benchmarks.bench_deas_throughput [--quick]
 
@@ -16,6 +17,7 @@ import torch
 from benchmarks._common import interleaved, markdown_table, save
 from embodia.data.sampling import WindowSampler, to_torch
 from embodia.policies.deas import DEAS, DEASConfig
+from embodia.policies.fql import FQL, FQLConfig
 from embodia.policies.iql import IQL, IQLConfig
 from embodia.policies.networks import ObsNormalizer
 
@@ -39,16 +41,21 @@ def main() -> None:
     updates, repeats, batch = (5, 2, 64) if args.quick else (50, 7, 256)
     arrays, ends = synthetic(20_000)
     normalizer = ObsNormalizer.fit(["state"], arrays)
+    before = DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0))
+    before.actor_gradients_only = False  # the full backward pass through the critic in the actor step
     learners = {
-        "iql (H=1, scalar)": IQL(IQLConfig(), normalizer, 5),
+        "deas (H=4, distributional), full actor backward — before": before,
         "deas (H=4, distributional)": DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
         "deas (H=8, distributional)": DEAS(DEASConfig(horizon=8), normalizer, 5, (-1.0, 0.0)),
-        "deas (H=4, scalar)": DEAS(DEASConfig(horizon=4, distributional=False), normalizer, 5, (-1.0, 0.0)),
+        "deas (H=4, FQL extraction)": DEAS(
+            DEASConfig(horizon=4, extraction="fql"), normalizer, 5, (-1.0, 0.0)
+        ),
+        "iql (H=1, scalar)": IQL(IQLConfig(), normalizer, 5),
+        "fql (H=1)": FQL(FQLConfig(), normalizer, 5, (-1.0, 0.0)),
+        "qc-fql (H=5)": FQL(FQLConfig(horizon=5), normalizer, 5, (-1.0, 0.0)),
     }
-    samplers = {
-        name: WindowSampler(arrays, learner.window, episode_ends=ends, seed=0)
-        for name, learner in learners.items()
-    }
+    windows = {name: type(learner).window_for(learner.config) for name, learner in learners.items()}
+    samplers = {name: WindowSampler(arrays, windows[name], episode_ends=ends, seed=0) for name in learners}
 
     def runner(name: str):
         def run() -> float:
@@ -64,7 +71,9 @@ def main() -> None:
         [name, f"{rates[name]:.1f}", "1.00" if name == base else f"{rates[f'{name}/{base}']:.2f}"]
         for name in learners
     ]
-    print(markdown_table([f"learner (batch {batch}, 3x256 MLPs)", "grad steps/s", "ratio to IQL"], rows))
+    print(
+        markdown_table([f"learner (batch {batch}, 3x256 MLPs)", "grad steps/s", "ratio to DEAS before"], rows)
+    )
     if not args.quick:
         save("deas_throughput", {"rates": rates, "batch": batch})
 

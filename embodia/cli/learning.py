@@ -93,7 +93,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("bench", help="reproducible comparisons")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
-    q = bench_sub.add_parser("offline-rl", help="DEAS vs IQL vs BC on generated OGBench data")
+    from embodia.policies.paper_settings import PAPER_SETTINGS  # the comparison's methods (no torch)
+
+    compared = list(dict.fromkeys(m for family in PAPER_SETTINGS.values() for m in family))
+    q = bench_sub.add_parser(
+        "offline-rl", help="DEAS vs QC-FQL vs FQL vs IQL vs BC on generated OGBench data, five tasks each"
+    )
     q.add_argument("--quick", action="store_true", help="seconds-long smoke version")
     q.add_argument("--out", default="runs/offline_rl")
     q.add_argument("--steps", type=positive_int, help="gradient steps per run")
@@ -101,7 +106,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument(
         "--env", dest="families", nargs="+", metavar="FAMILY", help="subset, e.g. CubeSingle Scene"
     )
-    q.add_argument("--methods", nargs="+", choices=methods, help="subset of the methods")
+    q.add_argument("--methods", nargs="+", choices=compared, help="subset of the methods")
     q.add_argument("--episodes", type=positive_int, help="dataset episodes per environment")
     q.add_argument("--eval-episodes", type=nonnegative_int)
     add_parallel_arguments(q)

@@ -34,6 +34,18 @@ register_learner(
     "DEAS: detached value learning over action sequences",
 )
 register_learner(
+    "flow_bc",
+    "embodia.policies.flow:FlowBC",
+    "embodia.policies.flow:FlowBCConfig",
+    "flow-matching behaviour cloning over action sequences",
+)
+register_learner(
+    "fql",
+    "embodia.policies.fql:FQL",
+    "embodia.policies.fql:FQLConfig",
+    "flow Q-learning; with horizon > 1, QC-FQL (action chunks, chunked critic)",
+)
+register_learner(
     "pixel_bc",
     "embodia.policies.pixel_bc:PixelBC",
     "embodia.policies.pixel_bc:PixelBCConfig",

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 #: the file an ONNX export writes beside config.json
 ONNX_FILE = "model.onnx"
 #: config.json keys that describe the folder's format; every other key is metadata (method, env_id, ...)
-FORMAT_KEYS = ("type", "obs_keys", "obs_dim", "obs_sizes", "action_dim", "horizon", "hidden", "onnx")
+FORMAT_KEYS = (
+    "type", "obs_keys", "obs_dim", "obs_sizes", "action_dim", "horizon", "hidden", "onnx", "noise_dim", "flow_steps",
+)  # fmt: skip
 
 
 def actor_meta(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,16 +125,27 @@ class ActorPolicy:
         if execute_steps is not None:
             self.execute_steps = int(execute_steps)
         self.meta = dict(meta or {})
+        self.noise_dim = int(getattr(actor, "noise_dim", 0))
+        """Noise-driven actors (flow and one-step policies, :mod:`embodia.policies.flow`) get ``z ~ N(0, I)``
+        per decision from a generator seeded at :meth:`reset`."""
+        self._noise = torch.Generator().manual_seed(0)
 
     def reset(self, seed: int | None = None) -> None:
-        pass
+        if seed is not None:
+            self._noise.manual_seed(int(seed))
+
+    def _forward(self, x: Any) -> Any:
+        if not self.noise_dim:
+            return self.actor(x)
+        noise = self._torch.randn(x.shape[0], self.noise_dim, generator=self._noise)
+        return self.actor(x, noise)
 
     def act(self, obs: Mapping[str, Any]) -> np.ndarray:
         torch, keys = self._torch, self.normalizer.keys
         values = observation_values(obs, keys, self.normalizer.dim, self.normalizer.sizes)
         with torch.no_grad():
             x = self.normalizer({k: torch.from_numpy(v) for k, v in zip(keys, values)})
-            actions = self.actor(x)[0].numpy().reshape(self.actor.horizon, self.actor.action_dim)
+            actions = self._forward(x)[0].numpy().reshape(self.actor.horizon, self.actor.action_dim)
         return actions[0] if self.actor.horizon == 1 else actions
 
     def act_batch(self, obs_batch: Mapping[str, Any]) -> np.ndarray:
@@ -141,7 +154,7 @@ class ActorPolicy:
         values = observation_batch(obs_batch, keys, self.normalizer.dim, self.normalizer.sizes)
         with torch.no_grad():
             x = self.normalizer({k: torch.from_numpy(v) for k, v in zip(keys, values)})
-            out = self.actor(x).numpy()
+            out = self._forward(x).numpy()
         actions = out.reshape(len(out), self.actor.horizon, self.actor.action_dim)
         return actions[:, 0] if self.actor.horizon == 1 else actions
 
@@ -175,6 +188,8 @@ def save_actor_policy(
         "execute_steps": execute_steps,
         **dict(meta or {}),
     }
+    if getattr(actor, "noise_dim", 0):  # a flow or one-step policy (embodia.policies.flow.FlowPolicy)
+        config.update(noise_dim=actor.noise_dim, flow_steps=actor.flow_steps)
     if normalizer.sizes is not None:
         config["obs_sizes"] = dict(zip(normalizer.keys, normalizer.sizes))
     weights_tmp, config_tmp = folder / "model.safetensors.tmp", folder / "config.json.tmp"
@@ -208,7 +223,18 @@ def _load_torch_actor(folder: Path, config: dict[str, Any]) -> ActorPolicy:
         tensors["obs.std"].numpy(),
         sizes=[sizes[k] for k in config["obs_keys"]] if isinstance(sizes, dict) else None,
     )
-    actor = Actor(config["obs_dim"], config["action_dim"], config["horizon"], tuple(config["hidden"]))
+    if config.get("noise_dim"):
+        from embodia.policies.flow import FlowPolicy
+
+        actor = FlowPolicy(
+            config["obs_dim"],
+            config["action_dim"],
+            config["horizon"],
+            tuple(config["hidden"]),
+            config["flow_steps"],
+        )
+    else:
+        actor = Actor(config["obs_dim"], config["action_dim"], config["horizon"], tuple(config["hidden"]))
     try:
         actor.load_state_dict(
             {k.removeprefix("actor."): v for k, v in tensors.items() if k.startswith("actor.")}

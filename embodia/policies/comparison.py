@@ -1,9 +1,12 @@
-"""The offline-RL comparison of the DEAS paper at a CPU budget: DEAS vs IQL vs BC, same data, same networks.
+"""The offline-RL comparison of the DEAS paper at a CPU budget: DEAS vs QC-FQL vs FQL vs IQL vs BC.
 
-For each environment family: generate an OGBench-style play dataset with the noisy expert (labelled
-for the family's default single task), train every method for the same number of gradient steps
-with several seeds, evaluate each final policy on the single-task environment, and report success
-with 95 % Wilson intervals (pooled over seeds) as a Markdown table and a bar plot.
+OGBench's single-task protocol, as the DEAS and FQL tables report it: each environment family has five
+evaluation tasks (``task_id`` 1-5); for each task, generate an OGBench-style play dataset with the noisy
+expert labelled for that task, train every method on it for the same number of gradient steps with several
+seeds, evaluate each final policy on that task, and report the family's success averaged over its tasks
+(pooled over tasks and seeds, with a 95 % Wilson interval) as a Markdown table and a bar plot; per-task
+numbers go to ``results.json``. Each method's hyperparameters per family come from one table,
+:mod:`embodia.policies.paper_settings`.
 
 ``quick=True`` shrinks everything to seconds (tests run it); its numbers mean nothing beyond "the
 pipeline runs, losses fall, numbers are finite".
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from embodia.data.store import TrajectoryStore
+from embodia.policies.paper_settings import PAPER_SETTINGS, method_setting
 from embodia.policies.train import TrainConfig, train
 from embodia.runner.datasets import generate_dataset
 from embodia.runner.evaluate import evaluate_policy, wilson_interval
@@ -29,22 +33,20 @@ class Case:
     """One environment of the comparison."""
 
     family: str
-    """embodia family name, e.g. "CubeSingle" (data from -Play-v0, evaluation on -SingleTask-v0)."""
-    horizon: int
-    """DEAS action-sequence length (the paper: 4 for cube, 8 for puzzle and scene)."""
-    task_id: int | None = None
-    """Single task (None: ogbench's default task)."""
+    """embodia family name, e.g. "CubeSingle" (data from -Play-v0, evaluation on -SingleTask-v0); its
+    methods' settings are :data:`~embodia.policies.paper_settings.PAPER_SETTINGS`'s."""
+    task_ids: tuple[int, ...] = (1, 2, 3, 4, 5)
+    """The evaluation tasks, each with its own labelled dataset (OGBench's protocol: all five, averaged)."""
 
 
 @dataclass
 class ComparisonConfig:
     """Budget of the comparison."""
 
-    cases: list[Case] = field(
-        default_factory=lambda: [Case("CubeSingle", 4), Case("Puzzle3x3", 8), Case("Scene", 8, task_id=1)]
-    )
-    """Environments (Scene on task 1: its default task 2 never occurs in play data of this size)."""
-    methods: tuple[str, ...] = ("deas", "iql", "bc")
+    cases: list[Case] = field(default_factory=lambda: [Case(family) for family in PAPER_SETTINGS])
+    """Environments (CubeSingle, Scene, Puzzle3x3), each on its five tasks."""
+    methods: tuple[str, ...] = ("deas", "qc_fql", "fql", "iql", "bc")
+    """Method labels of the settings table (``qc_fql`` is the ``fql`` learner with chunks of 5)."""
     seeds: tuple[int, ...] = (0, 1, 2)
     dataset_episodes: int = 100
     episode_steps: int = 1000
@@ -56,14 +58,15 @@ class ComparisonConfig:
 
 
 def quick_config(out: str) -> ComparisonConfig:
+    """The whole protocol at toy size: CubeSingle's five tasks, every method, one seed, one episode each."""
     return ComparisonConfig(
-        cases=[Case("CubeSingle", 4)],
+        cases=[Case("CubeSingle")],
         seeds=(0,),
         dataset_episodes=2,
         episode_steps=200,
-        steps=150,
+        steps=120,
         batch_size=64,
-        eval_episodes=2,
+        eval_episodes=1,
         out=out,
     )
 
@@ -73,6 +76,7 @@ class RunSpec:
     """One training run of the comparison: a method on a case's dataset with a seed."""
 
     case: Case
+    task_id: int
     method: str
     seed: int
     dataset: str
@@ -91,27 +95,28 @@ def run_comparison(
     out.mkdir(parents=True, exist_ok=True)
     specs: list[RunSpec] = []
     for case in config.cases:
-        dataset = out / "data" / f"{case.family}-play.zarr"
-        if (
-            not (dataset / "zarr.json").exists()
-            or TrajectoryStore(dataset).num_episodes < config.dataset_episodes
-        ):
-            generate_dataset(
-                f"embodia/{case.family}-Play-v0",
-                config.dataset_episodes,
-                dataset,
-                noise=config.noise,
-                task_id=case.task_id,
-                max_steps=config.episode_steps,
-                overwrite=True,
-                workers=workers,
-                ray_address=ray_address,
-                progress=progress,
-            )
-        for method in config.methods:
-            for seed in config.seeds:
-                run = out / "runs" / f"{case.family}-{method}-seed{seed}"
-                specs.append(RunSpec(case, method, seed, str(dataset), str(run)))
+        for task_id in case.task_ids:
+            dataset = out / "data" / f"{case.family}-task{task_id}-play.zarr"
+            if (
+                not (dataset / "zarr.json").exists()
+                or TrajectoryStore(dataset).num_episodes < config.dataset_episodes
+            ):
+                generate_dataset(
+                    f"embodia/{case.family}-Play-v0",
+                    config.dataset_episodes,
+                    dataset,
+                    noise=config.noise,
+                    task_id=task_id,
+                    max_steps=config.episode_steps,
+                    overwrite=True,
+                    workers=workers,
+                    ray_address=ray_address,
+                    progress=progress,
+                )
+            for method in config.methods:
+                for seed in config.seeds:
+                    run = out / "runs" / f"{case.family}-task{task_id}-{method}-seed{seed}"
+                    specs.append(RunSpec(case, task_id, method, seed, str(dataset), str(run)))
     todo = [spec for spec in specs if _finished_run(Path(spec.run), config) is None]
     if wants_ray(workers, ray_address):
         map_tasks(train_and_evaluate, [(spec, config, False) for spec in todo], workers, ray_address)
@@ -121,26 +126,30 @@ def run_comparison(
     rows: list[dict[str, Any]] = []
     for case in config.cases:
         for method in config.methods:
-            runs = [_finished_run(Path(s.run), config) for s in specs if (s.case, s.method) == (case, method)]
-            runs = [r for r in runs if r is not None]
-            successes = sum(round(r["success"] * r["eval_episodes"]) for r in runs)
-            trials = sum(r["eval_episodes"] for r in runs)
+            mine = [s for s in specs if (s.case, s.method) == (case, method)]
+            runs = [(s, r) for s in mine if (r := _finished_run(Path(s.run), config)) is not None]
+            successes = sum(round(r["success"] * r["eval_episodes"]) for _, r in runs)
+            trials = sum(r["eval_episodes"] for _, r in runs)
             low, high = wilson_interval(successes, trials)
+            per_task = {
+                str(task): [r["success"] for s, r in runs if s.task_id == task] for task in case.task_ids
+            }
             rows.append(
                 {
                     "case": case.family,
-                    "task_id": case.task_id,
+                    "task_ids": list(case.task_ids),
                     "method": method,
+                    "settings": method_setting(case.family, method).config,
                     "success": successes / max(trials, 1),
                     "interval": [low, high],
-                    "per_seed": [r["success"] for r in runs],
-                    "episodes": trials,
-                    "steps_per_second": sum(r["steps_per_second"] for r in runs) / max(len(runs), 1),
-                    "loss_drop": [
-                        _loss_drop(Path(s.run) / "metrics.jsonl")
-                        for s in specs
-                        if (s.case, s.method) == (case, method)
+                    "per_task": {task: sum(v) / len(v) if v else None for task, v in per_task.items()},
+                    "per_seed": [
+                        sum(r["success"] for s, r in runs if s.seed == seed) / max(len(case.task_ids), 1)
+                        for seed in config.seeds
                     ],
+                    "episodes": trials,
+                    "steps_per_second": sum(r["steps_per_second"] for _, r in runs) / max(len(runs), 1),
+                    "loss_drop": [_loss_drop(Path(s.run) / "metrics.jsonl") for s in mine],
                 }
             )
     summary = {"config": asdict(config), "rows": rows}
@@ -154,11 +163,12 @@ def train_and_evaluate(spec: RunSpec, config: ComparisonConfig, progress: bool =
     """Train one run and evaluate its final policy; writes ``eval.json`` into the run folder (a Ray task too)."""
     case = spec.case
     env_id = f"embodia/{case.family}-SingleTask-v0"
-    env_kwargs = {} if case.task_id is None else {"task_id": case.task_id}
+    env_kwargs = {"task_id": spec.task_id}
+    setting = method_setting(case.family, spec.method)
     started = time.perf_counter()
     result = train(
         TrainConfig(
-            method=spec.method,
+            method=setting.learner,
             dataset=spec.dataset,
             out=spec.run,
             env_id=None,
@@ -168,7 +178,7 @@ def train_and_evaluate(spec: RunSpec, config: ComparisonConfig, progress: bool =
             eval_every=0,
             eval_episodes=0,
             log_every=max(1, min(250, config.steps // 10)),
-            method_config={"horizon": case.horizon} if spec.method == "deas" else {},
+            method_config=dict(setting.config),
         ),
         progress=progress,
     )
@@ -182,6 +192,7 @@ def train_and_evaluate(spec: RunSpec, config: ComparisonConfig, progress: bool =
     )
     row = {
         "case": case.family,
+        "task_id": spec.task_id,
         "method": spec.method,
         "seed": spec.seed,
         "success": scores.success_rate,
@@ -216,7 +227,7 @@ def _loss_drop(metrics_path: Path) -> dict[str, float]:
     """First and last logged value of the main loss (evidence that training moved)."""
     records = [json.loads(line) for line in metrics_path.read_text().splitlines()]
     records = [r for r in records if "eval" not in r]
-    key = "critic_loss" if "critic_loss" in records[0] else "bc_mse"
+    key = next(k for k in ("critic_loss", "bc_mse", "flow_loss") if k in records[0])
     return {"loss": key, "first": records[0][key], "last": records[-1][key]}
 
 
@@ -224,14 +235,17 @@ def markdown(rows: list[dict[str, Any]], config: ComparisonConfig) -> str:
     lines = [
         f"Data: {config.dataset_episodes} play episodes x {config.episode_steps} steps per environment (noise "
         f"{config.noise}); {config.steps} gradient steps, batch {config.batch_size}; {len(config.seeds)} seeds x "
-        f"{config.eval_episodes} evaluation episodes; 95 % Wilson intervals over all episodes.",
+        f"{config.eval_episodes} evaluation episodes per task and seed; success averaged over each environment's "
+        "tasks; 95 % Wilson intervals over all episodes.",
         "",
-        "| environment | method | success | 95 % interval | per seed | grad steps/s |",
-        "|---|---|---|---|---|---|",
+        "| environment (tasks) | method | success | 95 % interval | per task | per seed | grad steps/s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        tasks = ", ".join("-" if v is None else f"{v:.0%}" for v in r["per_task"].values())
         lines.append(
-            f"| {r['case']} | {r['method']} | {r['success']:.1%} | [{r['interval'][0]:.1%}, {r['interval'][1]:.1%}] | "
+            f"| {r['case']} ({', '.join(map(str, r['task_ids']))}) | {r['method']} | {r['success']:.1%} | "
+            f"[{r['interval'][0]:.1%}, {r['interval'][1]:.1%}] | {tasks} | "
             f"{', '.join(f'{s:.0%}' for s in r['per_seed'])} | {r['steps_per_second']:.0f} |"
         )
     return "\n".join(lines) + "\n"

@@ -12,10 +12,15 @@ critic ``Qbar = min(Qbar_1, Qbar_2)`` (Polyak-averaged), per batch of windows of
     actor, any extraction over sequences                                 (L_pi)
         DDPG+BC:  -Q(s, pi(s)) / mean|Q| + alpha * ||pi(s) - o_t||^2
         AWR:      -exp(beta * (Qbar(s, o_t) - V(s))) * log pi(o_t | s)   (weights clipped at 100)
+        FQL:      L_flow + alpha * E_z||mu(s, z) - flow(s, z)||^2 - E_z[mean_j Q_j(s, mu(s, z))]
+                  (flow BC over sequences and a one-step policy distilled from it: embodia.policies.fql; the
+                  authors' OGBench code builds DEAS on FQL's actor, embodia.policies.paper_settings)
 
 With ``distributional=True`` (the paper's choice) V and Q output logits over ``bins`` bins, ``l`` is the
 cross-entropy against the HL-Gauss distribution of the scalar target (see ``distributional.py``), and every
-value above is the distribution's mean; the bins cover the values rewards in the dataset's range can reach.
+value above is the distribution's mean; the bins cover the values rewards in the dataset's range can reach
+(or start at ``v_min``). With ``value_target="distribution"`` (the authors' code) L_V's target is instead
+the categorical distribution of the target critic member with the lower mean, ``softmax(Qbar_j*)``.
 ``d`` is 1 when the episode terminated inside the window (its later rewards are masked). The actor outputs a
 whole sequence; the runner executes it as an action chunk.
 
@@ -26,7 +31,7 @@ The update is :class:`~embodia.policies.value_learning.ValueLearner`'s with crit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -55,6 +60,12 @@ class DEASConfig(ValueLearningConfig, ChunkedPolicyConfig):
     """Categorical V and Q with HL-Gauss targets (False: scalar heads and squared errors)."""
     bins: Annotated[int, Field(ge=2)] = 101
     """Number of bins (>= 2) of the categorical value distributions."""
+    value_target: Literal["distribution", "hl_gauss"] = "hl_gauss"
+    """Categorical heads: V's target is the target critic's own distribution of the ensemble member with the
+    lower mean ("distribution", the authors' code) or the HL-Gauss projection of that mean ("hl_gauss")."""
+    v_min: Annotated[float, Field(lt=0)] | None = None
+    """Lower end of the value support (< 0); None: the lowest value rewards in the dataset's range can reach
+    (for rewards in {-1, 0}: -(sum_k gamma1^k) / (1 - gamma2^H)); the authors use -1 / (1 - gamma2)."""
 
 
 class DEAS(ValueLearner):
@@ -67,8 +78,10 @@ class DEAS(ValueLearner):
         cfg = self.config
         support = None
         if cfg.distributional:  # the bins cover every value rewards in the dataset's range can reach
-            support = Support(*value_range(*self.reward_range, cfg.horizon, cfg.gamma1, cfg.gamma2), cfg.bins)
-        return ValueShape(cfg.horizon, cfg.horizon, cfg.gamma1, cfg.gamma2, support)
+            low, high = value_range(*self.reward_range, cfg.horizon, cfg.gamma1, cfg.gamma2)
+            support = Support(low if cfg.v_min is None else cfg.v_min, high, cfg.bins)
+        distribution_target = cfg.value_target == "distribution"
+        return ValueShape(cfg.horizon, cfg.horizon, cfg.gamma1, cfg.gamma2, support, distribution_target)
 
     @classmethod
     def window_for(cls, config: DEASConfig) -> int:

@@ -8,9 +8,11 @@ state (prob. ``p_current``), a future state of the same trajectory at offset ``k
     r = 1(g = s_t) - 1,   d = 1(g = s_t)                           (reach the goal, then stop)
     L_V = E[ |tau - 1(u < 0)| u^2 ],   u = min_j Qbar_j(s_t, a_t, g) - V(s_t, g)
     L_Q = sum_j E[ (Q_j(s_t, a_t, g) - r - gamma (1 - d) V(s_{t+1}, g))^2 ]
-    L_pi = -Q(s, pi(s, g'), g') / mean|Q| + alpha ||pi(s, g') - a_t||^2     (DDPG+BC)
+    L_pi = -Q(s, pi(s, g'), g') / mean|Q| + alpha * 0.5 * sum_i (pi(s, g')_i - a_{t,i})^2     (DDPG+BC)
 
-with actor goals ``g'`` always future states of the trajectory. Observations are ``[state, goal]``; at
+with actor goals ``g'`` always future states of the trajectory, drawn uniformly between the next state and
+the episode's last (OGBench's ``actor_geom_sample=False``); the BC term is OGBench's ``-alpha log pi(a_t |
+s, g')`` for a unit-variance Gaussian actor, i.e. half the summed squared error (``bc_term="half_sum"``). Observations are ``[state, goal]``; at
 evaluation the environment's ``goal`` observation takes the goal's place. The update is
 :class:`~embodia.policies.value_learning.ValueLearner`'s (one action, ``gamma1 = gamma2 = gamma``); what is
 GCIQL's own is the relabelled batch (:meth:`GCIQL.sample`).
@@ -31,7 +33,9 @@ from embodia.policies.value_learning import ValueLearner, ValueLearningConfig, V
 
 @dataclass
 class GCIQLConfig(ValueLearningConfig):
-    """Hyperparameters of GCIQL (OGBench's defaults)."""
+    """Hyperparameters of GCIQL: OGBench's objective (expectile 0.9, gamma 0.99, goal mixture, DDPG+BC as
+    OGBench writes it). Not OGBench's: the networks (embodia's shared 3x256 MLPs; OGBench: 3x512) and the
+    batch (``embodia train --batch-size``, 256 by default; OGBench: 1024)."""
 
     gamma: Annotated[float, Field(gt=0, lt=1)] = 0.99
     """Discount factor, in (0, 1) (also sets the geometric offset of future goals, which needs gamma < 1)."""
@@ -43,8 +47,10 @@ class GCIQLConfig(ValueLearningConfig):
     """Probability that a value goal is a future state of the same trajectory (else a random state);
     p_current + p_future <= 1."""
     alpha: Annotated[float, Field(ge=0)] = 0.3
-    """DDPG+BC: weight (>= 0) of the behaviour-cloning term (OGBench: 0.3 for navigation, 1.0 for
-    manipulation)."""
+    """DDPG+BC: weight (>= 0) of the behaviour-cloning term (OGBench: 0.3 for antmaze / pointmaze navigation,
+    embodia's GCIQL datasets; 1.0 for cube, scene and puzzle)."""
+    bc_term: Literal["mean", "half_sum"] = "half_sum"
+    """DDPG+BC's BC term: OGBench's half the summed squared error over action dimensions."""
     extraction: Literal["ddpg_bc"] = "ddpg_bc"
     """Policy extraction: DDPG+BC (the actor's goals differ from the value's, so AWR weights do not apply)."""
 
@@ -80,8 +86,14 @@ class GCIQL(ValueLearner):
 
     # ------------------------------------------------------------------ hindsight relabelling
     def _future(self, index: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """Value goals: a future state at a geometric offset (OGBench's ``value_geom_sample=True``)."""
         offset = self.rng.geometric(1.0 - self.config.gamma, size=len(index))
         return np.minimum(index + offset, last)
+
+    def _uniform_future(self, index: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """Actor goals: uniform between the next state and the episode's last (``actor_geom_sample=False``)."""
+        first = np.minimum(index + 1, last)
+        return np.round(first + self.rng.uniform(size=len(index)) * (last - first)).astype(index.dtype)
 
     def sample(self, sampler: WindowSampler, batch_size: int) -> dict[str, Any]:
         cfg, rng = self.config, self.rng
@@ -101,7 +113,7 @@ class GCIQL(ValueLearner):
             ),
         )
         success = goal == index
-        actor_goal = self._future(index, episode_last)
+        actor_goal = self._uniform_future(index, episode_last)
         states, actions = sampler.arrays["state"], sampler.arrays["action"]
         batch = {
             "obs": {"state": states[index], "goal": states[goal]},

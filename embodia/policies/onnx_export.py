@@ -216,6 +216,11 @@ def export_onnx(policy_dir: str | Path, *, check: bool = True, atol: float = 1e-
             f"{str(folder)!r} is a {config.get('type')!r} policy; only state-based actor policies (`embodia train` "
             "bc, iql, gciql, deas) export to ONNX; pixel policies run with torch"
         )
+    if policy.noise_dim:
+        raise PolicyError(
+            f"{str(folder)!r} is a noise-driven policy ({config.get('method', 'flow')}: it samples noise per "
+            "decision), which the ONNX export does not cover yet; run it with torch"
+        )
     import torch
 
     keys = list(policy.normalizer.keys)

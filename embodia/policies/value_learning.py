@@ -8,6 +8,8 @@ actor that outputs ``P`` actions. One gradient step on a batch of windows (:mod:
     critic     y = sum_{k<W} gamma1^k r_{t+k} valid_k + gamma2^W (1 - d) V(s_{t+W}),   L_Q = sum_j l(Q_j(s_t, a_{t:t+C}), y)
     actor      DDPG+BC:  -Q(s, pi(s)) / mean|Q| + alpha * ||pi(s) - a_{t:t+P}||^2
                AWR:      -exp(beta * (Qbar(s, a_{t:t+C}) - V(s))) * log pi(a_{t:t+P} | s)   (weights clipped at 100)
+               FQL:      L_flow + alpha * E_z||mu(s, z) - flow(s, z)||^2 - E_z[mean_j Q_j(s, mu(s, z))]
+                         (:func:`embodia.policies.flow.fql_actor_loss`; the policy is the one-step mu)
 
 with ``W`` the window length, ``d`` = 1 when the episode terminated inside the window, and ``l`` the squared
 error, or for categorical heads (DEAS's default) the cross-entropy against the HL-Gauss distribution of
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -62,10 +64,17 @@ class ValueLearningConfig(NetworkConfig):
     """tau in (0, 1) of the expectile regression of V toward Qbar (0.5 = mean)."""
     polyak: Annotated[float, Field(gt=0, le=1)] = 0.005
     """Soft update rate of the target critic, in (0, 1]."""
-    extraction: Literal["ddpg_bc", "awr"] = "ddpg_bc"
-    """Policy extraction: "ddpg_bc" or "awr"."""
+    extraction: Literal["ddpg_bc", "awr", "fql"] = "ddpg_bc"
+    """Policy extraction: "ddpg_bc", "awr", or "fql" (a flow BC policy and a one-step policy distilled from it
+    while maximising Q, :mod:`embodia.policies.fql`)."""
     alpha: Annotated[float, Field(ge=0)] = 1.0
-    """DDPG+BC: weight (>= 0) of the behaviour-cloning term."""
+    """Weight (>= 0) of the behaviour term: DDPG+BC's BC term; FQL's distillation term (FQL uses 300 on cube
+    and scene, 1000 on puzzle: see :mod:`embodia.policies.paper_settings`)."""
+    flow_steps: Annotated[int, Field(ge=1)] = 10
+    """FQL extraction: Euler steps (>= 1) of the flow BC policy (FQL: 10)."""
+    bc_term: Literal["mean", "half_sum"] = "mean"
+    """DDPG+BC's BC term: the squared error averaged over action values ("mean"), or OGBench's half of its sum
+    over action dimensions ("half_sum", ``-log pi`` of a unit-variance Gaussian up to a constant)."""
     awr_temperature: Annotated[float, Field(ge=0)] = 3.0
     """AWR: inverse temperature beta (>= 0) of the advantage weights."""
 
@@ -84,10 +93,17 @@ class ValueShape:
     """Discount of the bootstrap ``V(s_{t+W})`` (raised to the window length)."""
     support: Support | None = None
     """Bins of categorical value heads (None: scalar heads)."""
+    value_target_distribution: bool = False
+    """Categorical heads: V's target is the target critic's own distribution (of the ensemble member with the
+    lower mean), as in the DEAS authors' code, instead of the HL-Gauss projection of the lower mean."""
 
 
 class ValueLearner(OfflineLearner):
     """The shared networks and update (see the module docstring); a method sets :meth:`shape`."""
+
+    actor_gradients_only: ClassVar[bool] = True
+    """The actor step computes gradients for the actor only (False: the full backward pass it replaced,
+    kept as the baseline of ``benchmarks/bench_deas_throughput.py``; the parameters end the same)."""
 
     def shape(self) -> ValueShape:
         """Horizons, discounts and heads for ``self.config`` (and ``self.reward_range``)."""
@@ -97,15 +113,26 @@ class ValueLearner(OfflineLearner):
         config, shape = self.config, self.shape()
         self.critic_horizon, self.actor_horizon = shape.critic_horizon, shape.actor_horizon
         self.gamma1, self.gamma2, self.support = shape.gamma1, shape.gamma2, shape.support
+        self.value_target_distribution = shape.value_target_distribution and shape.support is not None
         out = shape.support.bins if shape.support is not None else 1
         obs_dim = self.normalizer.dim
         self.critic = Critic(obs_dim, self.action_dim * shape.critic_horizon, config.hidden, out)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.value = mlp(obs_dim, config.hidden, out)
-        self.actor = Actor(obs_dim, self.action_dim, shape.actor_horizon, config.hidden)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.lr)
         self.value_opt = torch.optim.Adam(self.value.parameters(), lr=config.lr)
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.lr)
+        if config.extraction == "fql":
+            from embodia.policies.flow import FlowPolicy
+
+            horizon, hidden = shape.actor_horizon, config.hidden
+            self.flow = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, config.flow_steps)
+            self.actor = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, flow_steps=0)
+            self.actor_opt = torch.optim.Adam(
+                [*self.flow.parameters(), *self.actor.parameters()], lr=config.lr
+            )
+        else:
+            self.actor = Actor(obs_dim, self.action_dim, shape.actor_horizon, config.hidden)
+            self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.lr)
 
     # ------------------------------------------------------------------ values
     def _scalar(self, head: torch.Tensor) -> torch.Tensor:
@@ -141,12 +168,19 @@ class ValueLearner(OfflineLearner):
 
         # L_V: expectile-weighted regression of V(s) toward the twin target critic on dataset actions
         with torch.no_grad():
-            q_target = self.q_values(obs, critic_actions, target=True).min(0).values
+            target_heads = self.target_critic(obs, critic_actions)  # (ensemble, B, bins or 1)
+            target_means = self._scalar(target_heads)
+            q_target, lower = target_means.min(0)
+            if self.value_target_distribution:  # the lower member's own categorical distribution
+                chosen = target_heads.gather(0, lower[None, :, None].expand(1, *target_heads.shape[1:]))[0]
+                target_probs = torch.softmax(chosen, dim=-1)
         v_head = self.value(obs)
         v = self._scalar(v_head).detach()
-        value_loss = (
-            expectile_weights(q_target - v, cfg.expectile) * self._regression(v_head, q_target)
-        ).mean()
+        if self.value_target_distribution:
+            regression = cross_entropy(v_head, target_probs)
+        else:
+            regression = self._regression(v_head, q_target)
+        value_loss = (expectile_weights(q_target - v, cfg.expectile) * regression).mean()
         self.value_opt.zero_grad(set_to_none=True)
         value_loss.backward()
         self.value_opt.step()
@@ -174,17 +208,36 @@ class ValueLearner(OfflineLearner):
             pi = self.actor(actor_obs)
             q_pi = self._scalar(self.critic(actor_obs, pi)).min(0).values
             bc = F.mse_loss(pi, demonstrated)
-            actor_loss = -q_pi.mean() / q_pi.abs().mean().detach().clamp_min(1e-6) + cfg.alpha * bc
+            bc_term = bc if cfg.bc_term == "mean" else 0.5 * ((pi - demonstrated) ** 2).sum(-1).mean()
+            actor_loss = -q_pi.mean() / q_pi.abs().mean().detach().clamp_min(1e-6) + cfg.alpha * bc_term
+        elif cfg.extraction == "fql":
+            from embodia.policies.flow import fql_actor_loss
+
+            mask = batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
+            actor_loss, fql_metrics = fql_actor_loss(
+                self.flow,
+                self.actor,
+                actor_obs,
+                demonstrated,
+                mask,
+                lambda o, a: self._scalar(self.critic(o, a)).mean(0),
+                alpha=cfg.alpha,
+            )
+            bc = torch.tensor(fql_metrics["bc_mse"])
         else:
             with torch.no_grad():
                 weights = torch.exp(cfg.awr_temperature * (q_target - self.v_values(obs))).clamp(max=100.0)
             bc = F.mse_loss(self.actor(actor_obs), demonstrated)
             actor_loss = -(weights * self.actor.log_prob(actor_obs, demonstrated)).mean()
         self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
+        if self.actor_gradients_only:
+            # gradients for the actor's parameters only: the critic's weight gradients (a third of the
+            # backward pass through the critic) are never computed, and the critic's .grad stays untouched
+            actor_loss.backward(inputs=[p for group in self.actor_opt.param_groups for p in group["params"]])
+        else:  # the benchmark's baseline: a full backward pass, then the critic's gradients thrown away
+            actor_loss.backward()
+            self.critic_opt.zero_grad(set_to_none=True)
         self.actor_opt.step()
-        # the critic received actor gradients only through the graph; clear them before its next step
-        self.critic_opt.zero_grad(set_to_none=True)
 
         return {
             "value_loss": float(value_loss.detach()),
@@ -198,9 +251,12 @@ class ValueLearner(OfflineLearner):
 
     def modules(self) -> dict[str, torch.nn.Module]:
         """Every network, for checkpoints."""
-        return {
+        modules = {
             "critic": self.critic,
             "target_critic": self.target_critic,
             "value": self.value,
             "actor": self.actor,
         }
+        if hasattr(self, "flow"):
+            modules["flow"] = self.flow
+        return modules

@@ -56,15 +56,17 @@ def mc_values(length: int, horizon: int, gamma1: float, gamma2: float) -> np.nda
     return values[:length]
 
 
-@pytest.mark.parametrize("distributional", [True, False])
+@pytest.mark.parametrize("distributional", [True, False, "distribution-target"])
 def test_deas_values_approach_monte_carlo_returns(distributional):
     arrays, ends, length = chain_dataset()
     config = DEASConfig(
+        value_target="distribution" if distributional == "distribution-target" else "hl_gauss",
+        v_min=-30.0 if distributional == "distribution-target" else None,  # the chain's values reach -14
         horizon=4,
         gamma1=0.9,
         gamma2=0.95,
         expectile=0.5,
-        distributional=distributional,
+        distributional=bool(distributional),
         bins=51,
         hidden=(64, 64),
         lr=3e-3,

@@ -35,5 +35,12 @@ def test_relabelled_batches():
     assert 0.4 < same_episode_future.mean() < 0.75
     actor_goal = batch["actor_obs"]["goal"].numpy()
     assert (actor_goal[:, 0] == s[:, 0]).all() and (actor_goal[:, 1] > s[:, 1]).all()
+    # actor goals uniform over the rest of the episode (OGBench's actor_geom_sample=False): the offset, as a
+    # fraction of what is left, is spread evenly, not piled up near the state as a geometric offset would be
+    last = np.array([lengths[int(e)] - 1 for e in s[:, 0]])
+    left = last - s[:, 1]
+    fraction = (actor_goal[:, 1] - s[:, 1] - 1) / np.maximum(left - 1, 1)
+    far = left >= 10
+    assert 0.4 < np.median(fraction[far]) < 0.6 and np.mean(fraction[far] > 0.75) > 0.18
     # one update runs and returns finite losses
     assert all(np.isfinite(v) for v in learner.update(learner.sample(sampler, 64)).values())

@@ -36,7 +36,15 @@ def demos(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize(("method", "steps", "options"), [("bc", 800, {}), ("deas", 600, {"horizon": 4})])
+@pytest.mark.parametrize(
+    ("method", "steps", "options"),
+    [
+        ("bc", 800, {}),
+        ("deas", 600, {"horizon": 4}),
+        ("flow_bc", 800, {"chunk": 4}),
+        ("fql", 600, {"horizon": 4, "alpha": 100.0}),  # QC-FQL
+    ],
+)
 def test_learned_policy_beats_random(demos, tmp_path, method, steps, options):
     run = tmp_path / method
     result = train(
@@ -56,7 +64,7 @@ def test_learned_policy_beats_random(demos, tmp_path, method, steps, options):
     random = rollout(ENV, "random", episodes=8, seed=70_000, env_kwargs={"task_id": 1})
     assert learned.success_rate >= 0.5 > random.success_rate, (learned.success_rate, random.success_rate)
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    key = "critic_loss" if method == "deas" else "bc_mse"
+    key = {"deas": "critic_loss", "fql": "critic_loss", "flow_bc": "flow_loss"}.get(method, "bc_mse")
     assert records[-1][key] < records[0][key]  # the loss fell
     assert (run / "learning_curve.png").stat().st_size > 1000
 
@@ -184,7 +192,7 @@ def test_one_registry_of_methods_for_the_cli_and_training_and_the_cli_starts_wit
     from embodia.cli import build_parser
     from embodia.policies import learner_classes, learner_names
 
-    assert learner_names() == ["bc", "deas", "gciql", "iql", "pixel_bc"]
+    assert learner_names() == ["bc", "deas", "flow_bc", "fql", "gciql", "iql", "pixel_bc"]
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     assert list(next(a for a in train._actions if a.dest == "method").choices) == learner_names()
     for name in learner_names():

@@ -1,0 +1,63 @@
+"""Flow matching: the loss and Euler sampling on cases with a known answer, and flow BC learning two modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from embodia.data.sampling import WindowSampler, to_torch
+from embodia.policies.flow import FlowBC, FlowBCConfig, FlowPolicy, euler_sample, flow_matching_loss
+from embodia.policies.networks import ObsNormalizer
+
+
+class ExactField(FlowPolicy):
+    """The exact velocity of the linear path to a point target ``a*``: ``v(x, t) = (a* - x) / (1 - t)``."""
+
+    def __init__(self, target: float) -> None:
+        nn.Module.__init__(self)
+        self.action_dim, self.horizon, self.flow_steps, self.noise_dim = 1, 1, 4, 1
+        self.target = target
+
+    def velocity(self, obs, x, t):
+        return (self.target - x) / (1.0 - t)
+
+
+def test_euler_steps_land_on_a_point_target_and_its_exact_field_has_zero_loss():
+    field = ExactField(0.3)
+    noise = torch.tensor([[-2.0], [0.0], [1.5]])
+    obs = torch.zeros(3, 1)
+    # x_{k+1} = x_k + (a* - x_k) / (K - k): the last step (k = K-1) lands exactly on a*
+    assert euler_sample(field, obs, noise, steps=4).squeeze(-1).tolist() == pytest.approx([0.3, 0.3, 0.3])
+    # along x_t = (1 - t) x_0 + t a*, (a* - x_t) / (1 - t) = a* - x_0: the regression target, exactly
+    torch.manual_seed(0)
+    loss = flow_matching_loss(field, torch.zeros(256, 1), torch.full((256, 1), 0.3))
+    assert float(loss) < 1e-9
+
+
+def test_sampling_clips_into_the_action_range():
+    field = ExactField(3.0)  # a target outside [-1, 1]
+    out = euler_sample(field, torch.zeros(2, 1), torch.zeros(2, 1), steps=2)
+    assert out.squeeze(-1).tolist() == [1.0, 1.0]
+
+
+def test_flow_bc_learns_both_modes_where_regression_learns_their_mean():
+    """Actions are -0.6 or +0.6 at random for the same state: flow BC samples both; the mean (0) is rare."""
+    rng = np.random.default_rng(0)
+    n = 2048
+    arrays = {
+        "state": np.ones((n, 1), np.float32),
+        "action": rng.choice([-0.6, 0.6], size=(n, 1)).astype(np.float32),
+    }
+    sampler = WindowSampler(arrays, horizon=1, episode_ends=np.array([n]), seed=0)
+    normalizer = ObsNormalizer.fit(["state"], arrays)
+    learner = FlowBC(FlowBCConfig(hidden=(64, 64), lr=3e-3, flow_steps=10), normalizer, action_dim=1, seed=0)
+    torch.set_num_threads(1)
+    for _ in range(600):
+        learner.update(to_torch(sampler.sample(256)))
+    torch.manual_seed(1)
+    obs = normalizer({"state": torch.ones(1000, 1)})
+    samples = learner.actor(obs, torch.randn(1000, 1)).detach().squeeze(-1).numpy()
+    near = lambda value: float(np.mean(np.abs(samples - value) < 0.2))  # noqa: E731
+    assert near(-0.6) > 0.35 and near(0.6) > 0.35 and near(0.0) < 0.1, (near(-0.6), near(0.6), near(0.0))
