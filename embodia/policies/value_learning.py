@@ -72,6 +72,8 @@ class ValueLearningConfig(NetworkConfig):
     and scene, 1000 on puzzle: see :mod:`embodia.policies.paper_settings`)."""
     flow_steps: Annotated[int, Field(ge=1)] = 10
     """FQL extraction: Euler steps (>= 1) of the flow BC policy (FQL: 10)."""
+    normalize_q_loss: bool = False
+    """FQL extraction: divide the Q term by mean |Q| (FQL's option; makes alpha independent of the value scale)."""
     bc_term: Literal["mean", "half_sum"] = "mean"
     """DDPG+BC's BC term: the squared error averaged over action values ("mean"), or OGBench's half of its sum
     over action dimensions ("half_sum", ``-log pi`` of a unit-variance Gaussian up to a constant)."""
@@ -222,6 +224,7 @@ class ValueLearner(OfflineLearner):
                 mask,
                 lambda o, a: self._scalar(self.critic(o, a)).mean(0),
                 alpha=cfg.alpha,
+                normalize_q=cfg.normalize_q_loss,
             )
             bc = torch.tensor(fql_metrics["bc_mse"])
         else:

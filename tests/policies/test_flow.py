@@ -61,3 +61,27 @@ def test_flow_bc_learns_both_modes_where_regression_learns_their_mean():
     samples = learner.actor(obs, torch.randn(1000, 1)).detach().squeeze(-1).numpy()
     near = lambda value: float(np.mean(np.abs(samples - value) < 0.2))  # noqa: E731
     assert near(-0.6) > 0.35 and near(0.6) > 0.35 and near(0.0) < 0.1, (near(-0.6), near(0.6), near(0.0))
+
+
+def test_fql_actor_loss_terms_and_the_normalised_q_term():
+    from embodia.policies.flow import fql_actor_loss
+
+    torch.manual_seed(0)
+    flow, actor = FlowPolicy(1, 2, 1, (8,), flow_steps=3), FlowPolicy(1, 2, 1, (8,), flow_steps=0)
+    obs, actions, mask = torch.zeros(16, 1), torch.full((16, 2), 0.5), torch.ones(16, 2)
+
+    def constant(value):
+        return lambda o, a: a.sum(-1) * 0.0 + value  # a Q that ignores the action
+
+    results = {}
+    for normalize in (False, True):
+        torch.manual_seed(1)  # the same noises in both calls
+        loss, metrics = fql_actor_loss(
+            flow, actor, obs, actions, mask, constant(5.0), alpha=2.0, normalize_q=normalize
+        )
+        results[normalize] = (float(loss.detach()), metrics)
+    (plain, m), (normalised, _) = results[False], results[True]
+    assert plain == pytest.approx(m["flow_loss"] + 2.0 * m["distill_loss"] - 5.0, rel=1e-5)
+    assert normalised == pytest.approx(
+        m["flow_loss"] + 2.0 * m["distill_loss"] - 1.0, rel=1e-5
+    )  # -Q / mean|Q|

@@ -19,8 +19,8 @@ def test_quick_kitchen_policies(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = json.loads((tmp_path / "results.json").read_text())
-    assert [r["method"] for r in rows] == ["bc (chunks)", "deas"]
+    assert [r["method"] for r in rows] == ["bc (chunks)", "deas", "deas (fql)", "qc-fql"]
     for row in rows:
         assert row["demos"] == 2 and row["demo_steps"] > 0 and row["episodes"] == 1
         assert 0.0 <= row["interval"][0] <= row["success"] <= row["interval"][1] <= 1.0
-    assert (tmp_path / "results.md").read_text().count("| OpenDrawer |") == 2
+    assert (tmp_path / "results.md").read_text().count("| OpenDrawer |") == 4
