@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from embodia.policies.distributional import Support, cross_entropy, expected_value, hl_gauss
+from embodia.policies.flow import FlowPolicy, fql_actor_loss
 from embodia.policies.learner import NetworkConfig, OfflineLearner
 from embodia.policies.networks import Actor, Critic, expectile_weights, mlp, polyak_update
 
@@ -124,8 +125,6 @@ class ValueLearner(OfflineLearner):
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.lr)
         self.value_opt = torch.optim.Adam(self.value.parameters(), lr=config.lr)
         if config.extraction == "fql":
-            from embodia.policies.flow import FlowPolicy
-
             horizon, hidden = shape.actor_horizon, config.hidden
             self.flow = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, config.flow_steps)
             self.actor = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, flow_steps=0)
@@ -213,8 +212,6 @@ class ValueLearner(OfflineLearner):
             bc_term = bc if cfg.bc_term == "mean" else 0.5 * ((pi - demonstrated) ** 2).sum(-1).mean()
             actor_loss = -q_pi.mean() / q_pi.abs().mean().detach().clamp_min(1e-6) + cfg.alpha * bc_term
         elif cfg.extraction == "fql":
-            from embodia.policies.flow import fql_actor_loss
-
             mask = batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
             actor_loss, fql_metrics = fql_actor_loss(
                 self.flow,
