@@ -1,5 +1,9 @@
-"""Gradient steps/s of DEAS, its baselines and its update before the actor-only backward pass (same batch
-size and networks; the price of sequences, distributions and flow policies).
+"""Gradient steps/s of DEAS, its baselines and its update before the speed-ups (same batch size and networks;
+the price of sequences, distributions and flow policies, and what each speed-up buys).
+
+"before" is DEAS's update with the full backward pass in the actor step and Adam's per-parameter loop; the
+float32 rows use the actor-only backward and fused Adam (same results up to float rounding); the bfloat16
+rows run the MLPs' matrix products in bfloat16 (mixed precision: results differ at bfloat16's precision).
 
     python -m benchmarks.bench_deas_throughput [--quick]
 
@@ -41,14 +45,24 @@ def main() -> None:
     updates, repeats, batch = (5, 2, 64) if args.quick else (50, 7, 256)
     arrays, ends = synthetic(20_000)
     normalizer = ObsNormalizer.fit(["state"], arrays)
-    before = DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0))
-    before.actor_gradients_only = False  # the full backward pass through the critic in the actor step
+
+    class DEASBefore(DEAS):
+        actor_gradients_only = False  # the full backward pass through the critic in the actor step
+        fused_adam = False  # Adam's per-parameter loop
+
+    bf16 = {"matmul_precision": "bfloat16"}
     learners = {
-        "deas (H=4, distributional), full actor backward — before": before,
+        "deas (H=4, distributional) — before": DEASBefore(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
         "deas (H=4, distributional)": DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
+        "deas (H=4, distributional), bfloat16 matmuls": DEAS(
+            DEASConfig(horizon=4, **bf16), normalizer, 5, (-1.0, 0.0)
+        ),
         "deas (H=8, distributional)": DEAS(DEASConfig(horizon=8), normalizer, 5, (-1.0, 0.0)),
         "deas (H=4, FQL extraction)": DEAS(
             DEASConfig(horizon=4, extraction="fql"), normalizer, 5, (-1.0, 0.0)
+        ),
+        "deas (H=4, FQL extraction), bfloat16 matmuls": DEAS(
+            DEASConfig(horizon=4, extraction="fql", **bf16), normalizer, 5, (-1.0, 0.0)
         ),
         "iql (H=1, scalar)": IQL(IQLConfig(), normalizer, 5),
         "fql (H=1)": FQL(FQLConfig(), normalizer, 5, (-1.0, 0.0)),

@@ -109,6 +109,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--methods", nargs="+", choices=compared, help="subset of the methods")
     q.add_argument("--episodes", type=positive_int, help="dataset episodes per environment")
     q.add_argument("--eval-episodes", type=nonnegative_int)
+    q.add_argument(
+        "--matmul-precision",
+        choices=["float32", "bfloat16"],
+        help="precision of the networks' matrix products in training (bfloat16: mixed precision, ~2x faster "
+        "on CPUs with bfloat16 instructions; default float32)",
+    )
     add_parallel_arguments(q)
     q.set_defaults(func=cmd_bench_offline_rl)
 
@@ -197,6 +203,7 @@ def cmd_bench_offline_rl(args: argparse.Namespace) -> int:
         ("steps", args.steps),
         ("dataset_episodes", args.episodes),
         ("eval_episodes", args.eval_episodes),
+        ("matmul_precision", args.matmul_precision),
     ):
         if value is not None:
             setattr(config, name, value)

@@ -38,7 +38,7 @@ class BC(OfflineLearner):
 
     def build(self) -> None:
         self.actor = Actor(self.normalizer.dim, self.action_dim, self.config.chunk, self.config.hidden)
-        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=self.config.lr)
+        self.optimizer = self.adam(self.actor.parameters())
 
     @classmethod
     def window_for(cls, config: BCConfig) -> int:

@@ -108,7 +108,7 @@ class FlowBC(OfflineLearner):
     def build(self) -> None:
         cfg = self.config
         self.actor = FlowPolicy(self.normalizer.dim, self.action_dim, cfg.chunk, cfg.hidden, cfg.flow_steps)
-        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
+        self.optimizer = self.adam(self.actor.parameters())
 
     @classmethod
     def window_for(cls, config: FlowBCConfig) -> int:

@@ -84,8 +84,8 @@ class FQL(OfflineLearner):
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.flow = FlowPolicy(obs_dim, self.action_dim, self.chunk, cfg.hidden, cfg.flow_steps)
         self.actor = FlowPolicy(obs_dim, self.action_dim, self.chunk, cfg.hidden, flow_steps=0)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
-        self.actor_opt = torch.optim.Adam([*self.flow.parameters(), *self.actor.parameters()], lr=cfg.lr)
+        self.critic_opt = self.adam(self.critic.parameters())
+        self.actor_opt = self.adam([*self.flow.parameters(), *self.actor.parameters()])
 
     @classmethod
     def window_for(cls, config: FQLConfig) -> int:

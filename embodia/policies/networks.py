@@ -14,7 +14,32 @@ import torch
 from torch import nn
 
 
-def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, layer_norm: bool = True) -> nn.Sequential:
+class MLP(nn.Sequential):
+    """A ``Sequential`` whose forward pass can run its matrix products in a lower precision.
+
+    With ``matmul_dtype = torch.bfloat16`` the layers run under ``torch.autocast`` (linear layers in bfloat16,
+    normalisations and the returned output in float32); the weights, their gradients and the optimiser state
+    stay float32, so this is mixed-precision training as on GPUs. None (the default): plain float32.
+    """
+
+    matmul_dtype: torch.dtype | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.matmul_dtype is None:
+            return super().forward(x)
+        with torch.autocast(x.device.type, dtype=self.matmul_dtype):
+            out = super().forward(x)
+        return out.float()
+
+
+def set_matmul_dtype(module: nn.Module, dtype: torch.dtype | None) -> None:
+    """Set the matrix-product precision of every :class:`MLP` inside ``module`` (None: float32)."""
+    for sub in module.modules():
+        if isinstance(sub, MLP):
+            sub.matmul_dtype = dtype
+
+
+def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, layer_norm: bool = True) -> MLP:
     """``Linear -> [LayerNorm] -> GELU`` blocks, then a linear output layer."""
     layers: list[nn.Module] = []
     width = in_dim
@@ -25,7 +50,7 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, layer_norm: bool = Tru
         layers.append(nn.GELU())
         width = size
     layers.append(nn.Linear(width, out_dim))
-    return nn.Sequential(*layers)
+    return MLP(*layers)
 
 
 class ObsNormalizer(nn.Module):

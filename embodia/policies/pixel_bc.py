@@ -92,7 +92,7 @@ class PixelBC(OfflineLearner):
         self.head = Actor(self.observations.dim, self.action_dim, cfg.chunk, cfg.hidden)
         self.actor = PixelActor(self.observations, self.head)
         params = [p for p in self.actor.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.Adam(params, lr=cfg.lr)
+        self.optimizer = self.adam(params)
         self.generator = torch.Generator().manual_seed(self.seed)
 
     def update(self, batch: dict[str, Any]) -> dict[str, float]:

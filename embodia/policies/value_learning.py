@@ -122,18 +122,16 @@ class ValueLearner(OfflineLearner):
         self.critic = Critic(obs_dim, self.action_dim * shape.critic_horizon, config.hidden, out)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.value = mlp(obs_dim, config.hidden, out)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.lr)
-        self.value_opt = torch.optim.Adam(self.value.parameters(), lr=config.lr)
+        self.critic_opt = self.adam(self.critic.parameters())
+        self.value_opt = self.adam(self.value.parameters())
         if config.extraction == "fql":
             horizon, hidden = shape.actor_horizon, config.hidden
             self.flow = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, config.flow_steps)
             self.actor = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, flow_steps=0)
-            self.actor_opt = torch.optim.Adam(
-                [*self.flow.parameters(), *self.actor.parameters()], lr=config.lr
-            )
+            self.actor_opt = self.adam([*self.flow.parameters(), *self.actor.parameters()])
         else:
             self.actor = Actor(obs_dim, self.action_dim, shape.actor_horizon, config.hidden)
-            self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.lr)
+            self.actor_opt = self.adam(self.actor.parameters())
 
     # ------------------------------------------------------------------ values
     def _scalar(self, head: torch.Tensor) -> torch.Tensor:

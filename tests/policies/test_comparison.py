@@ -48,6 +48,27 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
     )
     assert refused.returncode != 0 and "action chunks" in refused.stderr and "Traceback" not in refused.stderr
 
+    # bfloat16 matrix products: float32 runs in the same folder are trained again, not reused as finished
+    bc_config = out / "runs" / "CubeSingle-task1-bc-seed0" / "train_config.json"
+    first = bc_config.stat().st_mtime_ns
+    cli(
+        "bench",
+        "offline-rl",
+        "--quick",
+        "--out",
+        str(out),
+        "--methods",
+        "bc",
+        "--matmul-precision",
+        "bfloat16",
+        check=True,
+    )
+    trained = json.loads(bc_config.read_text())
+    assert (
+        trained["method_config"]["matmul_precision"] == "bfloat16" and bc_config.stat().st_mtime_ns != first
+    )
+    assert "bfloat16 matrix products" in (out / "results.md").read_text()
+
 
 def test_unknown_environment_is_one_clear_error(cli, tmp_path):
     result = cli("bench", "offline-rl", "--env", "CubeSingle", "Kitchen", "--out", str(tmp_path / "b"))

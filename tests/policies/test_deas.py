@@ -56,10 +56,11 @@ def mc_values(length: int, horizon: int, gamma1: float, gamma2: float) -> np.nda
     return values[:length]
 
 
-@pytest.mark.parametrize("distributional", [True, False, "distribution-target"])
+@pytest.mark.parametrize("distributional", [True, False, "distribution-target", "bfloat16"])
 def test_deas_values_approach_monte_carlo_returns(distributional):
     arrays, ends, length = chain_dataset()
     config = DEASConfig(
+        matmul_precision="bfloat16" if distributional == "bfloat16" else "float32",
         value_target="distribution" if distributional == "distribution-target" else "hl_gauss",
         v_min=-30.0 if distributional == "distribution-target" else None,  # the chain's values reach -14
         horizon=4,

@@ -41,6 +41,7 @@ def demos(tmp_path_factory):
     [
         ("bc", 800, {}),
         ("deas", 600, {"horizon": 4}),
+        ("deas", 600, {"horizon": 4, "matmul_precision": "bfloat16"}),  # mixed precision; exported in float32
         ("flow_bc", 800, {"chunk": 4}),
         ("fql", 600, {"horizon": 4, "alpha": 100.0}),  # QC-FQL
     ],
