@@ -35,6 +35,7 @@ ONNX_FILE = "model.onnx"
 #: config.json keys that describe the folder's format; every other key is metadata (method, env_id, ...)
 FORMAT_KEYS = (
     "type", "obs_keys", "obs_dim", "obs_sizes", "action_dim", "horizon", "hidden", "onnx", "noise_dim", "flow_steps",
+    "best_of_n", "critic_bins",
 )  # fmt: skip
 
 
@@ -190,6 +191,10 @@ def save_actor_policy(
     }
     if getattr(actor, "noise_dim", 0):  # a flow or one-step policy (embodia.policies.flow.FlowPolicy)
         config.update(noise_dim=actor.noise_dim, flow_steps=actor.flow_steps)
+    if hasattr(actor, "samples") and hasattr(actor, "critic"):  # best-of-N: flow + critic (.best_of_n)
+        config.update(
+            best_of_n=actor.samples, critic_bins=int(actor.centers.numel()) if actor.categorical else 1
+        )
     if normalizer.sizes is not None:
         config["obs_sizes"] = dict(zip(normalizer.keys, normalizer.sizes))
     weights_tmp, config_tmp = folder / "model.safetensors.tmp", folder / "config.json.tmp"
@@ -223,7 +228,19 @@ def _load_torch_actor(folder: Path, config: dict[str, Any]) -> ActorPolicy:
         tensors["obs.std"].numpy(),
         sizes=[sizes[k] for k in config["obs_keys"]] if isinstance(sizes, dict) else None,
     )
-    if config.get("noise_dim"):
+    if config.get("best_of_n"):
+        import torch
+
+        from embodia.policies.best_of_n import BestOfNPolicy
+        from embodia.policies.flow import FlowPolicy
+        from embodia.policies.networks import Critic
+
+        obs_dim, action_dim, horizon = config["obs_dim"], config["action_dim"], config["horizon"]
+        hidden, bins = tuple(config["hidden"]), int(config.get("critic_bins", 1))
+        flow = FlowPolicy(obs_dim, action_dim, horizon, hidden, config["flow_steps"])
+        critic = Critic(obs_dim, action_dim * horizon, hidden, bins)
+        actor = BestOfNPolicy(flow, critic, config["best_of_n"], torch.zeros(bins) if bins > 1 else None)
+    elif config.get("noise_dim"):
         from embodia.policies.flow import FlowPolicy
 
         actor = FlowPolicy(

@@ -10,6 +10,8 @@ actor that outputs ``P`` actions. One gradient step on a batch of windows (:mod:
                AWR:      -exp(beta * (Qbar(s, a_{t:t+C}) - V(s))) * log pi(a_{t:t+P} | s)   (weights clipped at 100)
                FQL:      L_flow + alpha * E_z||mu(s, z) - flow(s, z)||^2 - E_z[mean_j Q_j(s, mu(s, z))]
                          (:func:`embodia.policies.flow.fql_actor_loss`; the policy is the one-step mu)
+               best-of-N: L_flow only; acting draws N flow samples and executes argmax_i min_j Q_j(s, x^(i))
+                         (:mod:`embodia.policies.best_of_n`; the policy folder holds the flow and the critic)
 
 with ``W`` the window length, ``d`` = 1 when the episode terminated inside the window, and ``l`` the squared
 error, or for categorical heads (DEAS's default) the cross-entropy against the HL-Gauss distribution of
@@ -31,8 +33,9 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
+from embodia.policies.best_of_n import BestOfNPolicy
 from embodia.policies.distributional import Support, cross_entropy, expected_value, hl_gauss
-from embodia.policies.flow import FlowPolicy, fql_actor_loss
+from embodia.policies.flow import FlowPolicy, flow_matching_loss, fql_actor_loss
 from embodia.policies.learner import NetworkConfig, OfflineLearner
 from embodia.policies.networks import Actor, Critic, expectile_weights, mlp, polyak_update
 
@@ -65,14 +68,17 @@ class ValueLearningConfig(NetworkConfig):
     """tau in (0, 1) of the expectile regression of V toward Qbar (0.5 = mean)."""
     polyak: Annotated[float, Field(gt=0, le=1)] = 0.005
     """Soft update rate of the target critic, in (0, 1]."""
-    extraction: Literal["ddpg_bc", "awr", "fql"] = "ddpg_bc"
-    """Policy extraction: "ddpg_bc", "awr", or "fql" (a flow BC policy and a one-step policy distilled from it
-    while maximising Q, :mod:`embodia.policies.fql`)."""
+    extraction: Literal["ddpg_bc", "awr", "fql", "best_of_n"] = "ddpg_bc"
+    """Policy extraction: "ddpg_bc", "awr", "fql" (a flow BC policy and a one-step policy distilled from it
+    while maximising Q, :mod:`embodia.policies.fql`), or "best_of_n" (a flow BC policy; acting executes the
+    best of ``candidates`` samples by the critic, :mod:`embodia.policies.best_of_n`)."""
     alpha: Annotated[float, Field(ge=0)] = 1.0
     """Weight (>= 0) of the behaviour term: DDPG+BC's BC term; FQL's distillation term (FQL uses 300 on cube
     and scene, 1000 on puzzle: see :mod:`embodia.policies.paper_settings`)."""
     flow_steps: Annotated[int, Field(ge=1)] = 10
-    """FQL extraction: Euler steps (>= 1) of the flow BC policy (FQL: 10)."""
+    """FQL and best-of-N extraction: Euler steps (>= 1) of the flow BC policy (FQL: 10)."""
+    candidates: Annotated[int, Field(ge=1)] = 32
+    """Best-of-N extraction: N (>= 1), flow samples the critic chooses among at each decision (1: flow BC)."""
     normalize_q_loss: bool = False
     """FQL extraction: divide the Q term by mean |Q| (FQL's option; makes alpha independent of the value scale)."""
     bc_term: Literal["mean", "half_sum"] = "mean"
@@ -129,6 +135,13 @@ class ValueLearner(OfflineLearner):
             self.flow = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, config.flow_steps)
             self.actor = FlowPolicy(obs_dim, self.action_dim, horizon, hidden, flow_steps=0)
             self.actor_opt = self.adam([*self.flow.parameters(), *self.actor.parameters()])
+        elif config.extraction == "best_of_n":
+            self.flow = FlowPolicy(
+                obs_dim, self.action_dim, shape.actor_horizon, config.hidden, config.flow_steps
+            )
+            centers = shape.support.centers() if shape.support is not None else None
+            self.actor = BestOfNPolicy(self.flow, self.critic, config.candidates, centers)
+            self.actor_opt = self.adam(self.flow.parameters())
         else:
             self.actor = Actor(obs_dim, self.action_dim, shape.actor_horizon, config.hidden)
             self.actor_opt = self.adam(self.actor.parameters())
@@ -222,6 +235,10 @@ class ValueLearner(OfflineLearner):
                 normalize_q=cfg.normalize_q_loss,
             )
             bc = torch.tensor(fql_metrics["bc_mse"])
+        elif cfg.extraction == "best_of_n":  # flow BC; the critic chooses among samples only when acting
+            mask = batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
+            actor_loss = flow_matching_loss(self.flow, actor_obs, demonstrated, mask)
+            bc = actor_loss
         else:
             with torch.no_grad():
                 weights = torch.exp(cfg.awr_temperature * (q_target - self.v_values(obs))).clamp(max=100.0)
@@ -249,12 +266,9 @@ class ValueLearner(OfflineLearner):
 
     def modules(self) -> dict[str, torch.nn.Module]:
         """Every network, for checkpoints."""
-        modules = {
-            "critic": self.critic,
-            "target_critic": self.target_critic,
-            "value": self.value,
-            "actor": self.actor,
-        }
+        modules = {"critic": self.critic, "target_critic": self.target_critic, "value": self.value}
+        if not isinstance(self.actor, BestOfNPolicy):  # best-of-N's actor is the flow and the critic
+            modules["actor"] = self.actor
         if hasattr(self, "flow"):
             modules["flow"] = self.flow
         return modules

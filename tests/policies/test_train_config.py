@@ -31,7 +31,11 @@ BAD_OPTIONS = [
         '{"hidden": [64, 0]}',
         "deas config: hidden.1: Input should be greater than or equal to 1 (got 0)",
     ),
-    ("deas", '{"extraction": "dpo"}', "deas config: extraction: Input should be 'ddpg_bc', 'awr' or 'fql'"),
+    (
+        "deas",
+        '{"extraction": "dpo"}',
+        "deas config: extraction: Input should be 'ddpg_bc', 'awr', 'fql' or 'best_of_n'",
+    ),
     ("deas", '{"horizon": 4, "execute_steps": 5}', "execute_steps (5) cannot exceed horizon (4)"),
     ("deas", '{"horizon": 2.5}', "deas config: horizon: Input should be a valid integer"),
     ("deas", '{"horizon": 8, "horizn": 4}', "deas config: horizn: Unexpected keyword argument (got 4)"),
