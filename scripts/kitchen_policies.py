@@ -31,6 +31,25 @@ def record_demos(task: str, episodes: int, path: Path, noise: float) -> dict:
     return {"demo_success": result.success_rate, "demo_mean_length": result.mean_length}
 
 
+def arms(chunk: int) -> dict[str, tuple[str, dict]]:
+    """The table's arms: label -> (method, options)."""
+    # FQL-style extraction: alpha 300 carried over from FQL's cube setting (no paper states one for kitchens)
+    return {
+        "bc (chunks)": ("bc", {"chunk": chunk}),
+        "deas": ("deas", {"horizon": chunk}),
+        "deas (fql)": ("deas", {"horizon": chunk, "extraction": "fql", "alpha": 300.0}),
+        "deas (fql, normalized q)": (
+            "deas",
+            {"horizon": chunk, "extraction": "fql", "alpha": 300.0, "normalize_q_loss": True},
+        ),
+        "deas (best-of-32)": (
+            "deas",
+            {"horizon": chunk, "extraction": "best_of_n", "candidates": 32},
+        ),
+        "qc-fql": ("fql", {"horizon": chunk, "alpha": 300.0}),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="seconds-long smoke version")
@@ -48,6 +67,9 @@ def main() -> None:
         help="arms to run (labels as in the table)",
     )
     args = parser.parse_args()
+    unknown = [m for m in args.methods if m not in arms(args.chunk)]
+    if unknown:
+        parser.error(f"--methods {unknown}: not an arm; choose from {list(arms(args.chunk))}")
     if args.quick:
         args.tasks, args.demos, args.steps, args.eval_episodes = args.tasks[:1], 2, 50, 1
     out = Path(args.out)
@@ -63,16 +85,10 @@ def main() -> None:
         else:
             demo_stats = {}
         store = TrajectoryStore(demos)
-        # FQL-style extraction: alpha 300 carried over from FQL's cube setting (no paper states one for kitchens)
-        methods = {
-            "bc (chunks)": ("bc", {"chunk": args.chunk}),
-            "deas": ("deas", {"horizon": args.chunk}),
-            "deas (fql)": ("deas", {"horizon": args.chunk, "extraction": "fql", "alpha": 300.0}),
-            "qc-fql": ("fql", {"horizon": args.chunk, "alpha": 300.0}),
-        }
-        methods = {label: arm for label, arm in methods.items() if label in args.methods}
+        methods = {label: arm for label, arm in arms(args.chunk).items() if label in args.methods}
         for label, (method, options) in methods.items():
-            run = out / f"{task}-{label.replace(' ', '').replace('(', '-').replace(')', '')}"
+            name = label.replace(" ", "").replace(",", "-").replace("(", "-").replace(")", "")
+            run = out / f"{task}-{name}"
             started = time.perf_counter()
             train(
                 TrainConfig(
