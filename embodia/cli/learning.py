@@ -210,7 +210,9 @@ def cmd_bench_offline_rl(args: argparse.Namespace) -> int:
     if args.seeds:
         config.seeds = tuple(args.seeds)
     if args.methods:
-        compared = ComparisonConfig().methods
+        from embodia.policies.paper_settings import PAPER_SETTINGS
+
+        compared = list(dict.fromkeys(m for family in PAPER_SETTINGS.values() for m in family))
         if not set(args.methods) <= set(compared):
             raise EmbodiaError(
                 f"--methods {' '.join(m for m in args.methods if m not in compared)}: not in the comparison "

@@ -20,6 +20,9 @@ Sources:
 - QC-FQL (Q-chunking, arXiv:2507.07969, the authors' README): chunks of h = 5, alpha = 100 on cube-triple;
   the other environments carry FQL's alpha (not stated per environment there).
 - IQL as FQL runs it: expectile 0.9, AWR with temperature 10, gamma 0.99.
+- ``deas_best_of_n`` (not in the default comparison): DEAS's critic as above, acting by the critic's best of
+  32 flow BC samples (:mod:`embodia.policies.best_of_n`); the paper names best-of-N sampling among DEAS's
+  possible extractions but reports its OGBench table with FQL's.
 """
 
 from __future__ import annotations
@@ -57,6 +60,20 @@ def _family(h: int, alpha: float, note: str, v_min: float | None) -> dict[str, M
                 "v_min": v_min,
             },
             deas_source,
+        ),
+        "deas_best_of_n": MethodSetting(
+            "deas",
+            {
+                "horizon": h,
+                "gamma1": 0.9,
+                "gamma2": 0.999,
+                "extraction": "best_of_n",
+                "candidates": 32,
+                "value_target": "distribution",
+                "v_min": v_min,
+            },
+            f"DEAS as 'deas' (H={h}), with best-of-N extraction from a flow BC policy, one of the extractions "
+            "the paper lists; N = 32 is embodia's choice, no paper states one",
         ),
         "qc_fql": MethodSetting(
             "fql", {"horizon": 5, "alpha": alpha}, f"Q-chunking: h=5; FQL's alpha {alpha:g} ({note})"
