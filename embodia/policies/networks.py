@@ -17,9 +17,10 @@ from torch import nn
 class MLP(nn.Sequential):
     """A ``Sequential`` whose forward pass can run its matrix products in a lower precision.
 
-    With ``matmul_dtype = torch.bfloat16`` the layers run under ``torch.autocast`` (linear layers in bfloat16,
-    normalisations and the returned output in float32); the weights, their gradients and the optimiser state
-    stay float32, so this is mixed-precision training as on GPUs. None (the default): plain float32.
+    With ``matmul_dtype = torch.bfloat16`` the layers run under ``torch.autocast`` (on the CPU the linear
+    layers, and then LayerNorm and GELU on their bfloat16 outputs, run in bfloat16; the returned output is cast
+    to float32); the weights, their gradients and the optimiser state stay float32, so this is mixed-precision
+    training as on GPUs. None (the default): plain float32.
     """
 
     matmul_dtype: torch.dtype | None = None
