@@ -93,9 +93,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("bench", help="reproducible comparisons")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
-    from embodia.policies.paper_settings import PAPER_SETTINGS  # the comparison's methods (no torch)
+    from embodia.policies.paper_settings import method_labels  # the comparison's methods (no torch)
 
-    compared = list(dict.fromkeys(m for family in PAPER_SETTINGS.values() for m in family))
+    compared = method_labels()
     q = bench_sub.add_parser(
         "offline-rl", help="DEAS vs QC-FQL vs FQL vs IQL vs BC on generated OGBench data, five tasks each"
     )
@@ -210,9 +210,9 @@ def cmd_bench_offline_rl(args: argparse.Namespace) -> int:
     if args.seeds:
         config.seeds = tuple(args.seeds)
     if args.methods:
-        from embodia.policies.paper_settings import PAPER_SETTINGS
+        from embodia.policies.paper_settings import method_labels
 
-        compared = list(dict.fromkeys(m for family in PAPER_SETTINGS.values() for m in family))
+        compared = method_labels()
         if not set(args.methods) <= set(compared):
             raise EmbodiaError(
                 f"--methods {' '.join(m for m in args.methods if m not in compared)}: not in the comparison "

@@ -97,6 +97,11 @@ PAPER_SETTINGS: dict[str, dict[str, MethodSetting]] = {
 }
 
 
+def method_labels() -> list[str]:
+    """Every method label of the table, in its order (the comparison's ``--methods`` choices)."""
+    return list(dict.fromkeys(m for family in PAPER_SETTINGS.values() for m in family))
+
+
 def method_setting(family: str, method: str) -> MethodSetting:
     """The settings of ``method`` (a label of :data:`PAPER_SETTINGS`) on ``family``.
 

@@ -216,6 +216,8 @@ class ValueLearner(OfflineLearner):
         # L_pi: policy extraction (GCIQL's actor sees its own goals: batch["actor_obs"])
         actor_obs = self.normalizer(batch["actor_obs"]) if "actor_obs" in batch else obs
         demonstrated = self._actions(batch, self.actor_horizon)
+        # the flow policies' mask: steps of the demonstrated sequence after the episode ended are left out
+        mask = batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
         if cfg.extraction == "ddpg_bc":
             pi = self.actor(actor_obs)
             q_pi = self._scalar(self.critic(actor_obs, pi)).min(0).values
@@ -223,7 +225,6 @@ class ValueLearner(OfflineLearner):
             bc_term = bc if cfg.bc_term == "mean" else 0.5 * ((pi - demonstrated) ** 2).sum(-1).mean()
             actor_loss = -q_pi.mean() / q_pi.abs().mean().detach().clamp_min(1e-6) + cfg.alpha * bc_term
         elif cfg.extraction == "fql":
-            mask = batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
             actor_loss, fql_metrics = fql_actor_loss(
                 self.flow,
                 self.actor,
@@ -236,7 +237,6 @@ class ValueLearner(OfflineLearner):
             )
             bc = torch.tensor(fql_metrics["bc_mse"])
         elif cfg.extraction == "best_of_n":  # flow BC; the critic chooses among samples only when acting
-            mask = batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
             actor_loss = flow_matching_loss(self.flow, actor_obs, demonstrated, mask)
             bc = actor_loss
         else:
