@@ -217,7 +217,12 @@ class ValueLearner(OfflineLearner):
         actor_obs = self.normalizer(batch["actor_obs"]) if "actor_obs" in batch else obs
         demonstrated = self._actions(batch, self.actor_horizon)
         # the flow policies' mask: steps of the demonstrated sequence after the episode ended are left out
-        mask = batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
+        flow_extraction = cfg.extraction in ("fql", "best_of_n")
+        mask = (
+            batch["valid"].float()[:, : self.actor_horizon].repeat_interleave(self.action_dim, dim=1)
+            if flow_extraction
+            else None
+        )
         if cfg.extraction == "ddpg_bc":
             pi = self.actor(actor_obs)
             q_pi = self._scalar(self.critic(actor_obs, pi)).min(0).values
