@@ -19,6 +19,7 @@ What :func:`embodia.policies.train.train` needs from a learner (defaults in :cla
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
@@ -132,8 +133,16 @@ class OfflineLearner:
         torch.manual_seed(seed)
         self.build()
         if getattr(self.config, "matmul_precision", "float32") == "bfloat16":
-            from embodia.policies.networks import set_matmul_dtype
+            from embodia.policies.networks import cpu_has_bfloat16, set_matmul_dtype
 
+            if cpu_has_bfloat16() is False:
+                warnings.warn(
+                    f"{self.name}: matmul_precision 'bfloat16' on a CPU without bfloat16 instructions "
+                    "(no avx512_bf16 / amx_bf16 in /proc/cpuinfo): torch emulates it, several times slower "
+                    "than float32; use 'float32' on this machine",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             for module in self.modules().values():
                 set_matmul_dtype(module, torch.bfloat16)
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 import torch
 
 from embodia.data.sampling import WindowSampler, to_torch
+from embodia.policies import networks
 from embodia.policies.deas import DEAS, DEASConfig
-from embodia.policies.networks import ObsNormalizer, mlp, set_matmul_dtype
+from embodia.policies.networks import ObsNormalizer, cpu_has_bfloat16, mlp, set_matmul_dtype
 from tests.policies.test_deas import chain_dataset
 
 
@@ -54,3 +56,28 @@ def test_fused_adam_gives_the_same_updates_as_the_per_parameter_loop():
         other = learners[1].modules()[name]
         for p, q in zip(module.parameters(), other.parameters()):
             np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_cpu_bfloat16_support_is_read_from_the_cpu_flags():
+    epyc_avx2 = "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma\n"
+    sapphire_rapids = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
+    assert cpu_has_bfloat16(epyc_avx2) is False
+    assert cpu_has_bfloat16(sapphire_rapids) is True
+    assert cpu_has_bfloat16("no flags line here") is None  # cannot tell: no warning either way
+
+
+@pytest.mark.parametrize("has_bfloat16", [False, True, None])
+def test_bfloat16_training_warns_only_on_a_cpu_that_would_emulate_it(monkeypatch, has_bfloat16):
+    import warnings
+
+    arrays, _, _ = chain_dataset()
+    normalizer = ObsNormalizer.fit(["state"], arrays)
+    monkeypatch.setattr(networks, "cpu_has_bfloat16", lambda cpuinfo=None: has_bfloat16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DEAS({"horizon": 2, "hidden": [16], "matmul_precision": "bfloat16"}, normalizer, action_dim=1)
+        DEAS({"horizon": 2, "hidden": [16]}, normalizer, action_dim=1)  # float32: never a warning
+    slow = [w for w in caught if "without bfloat16 instructions" in str(w.message)]
+    assert len(slow) == (1 if has_bfloat16 is False else 0)
+    if slow:
+        assert slow[0].category is RuntimeWarning and "use 'float32'" in str(slow[0].message)
