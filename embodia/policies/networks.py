@@ -7,6 +7,7 @@ MLPs with LayerNorm; here GELU, configurable width and depth).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -44,6 +45,16 @@ def set_matmul_dtype(module: nn.Module, dtype: torch.dtype | None) -> None:
 BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
+@functools.cache
+def _proc_cpuinfo() -> str | None:
+    """``/proc/cpuinfo``, read once per process (None where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
 def cpu_has_bfloat16(cpuinfo: str | None = None) -> bool | None:
     """Whether this CPU has bfloat16 matrix instructions (AVX512-BF16 or AMX); None where it cannot be told.
 
@@ -52,10 +63,8 @@ def cpu_has_bfloat16(cpuinfo: str | None = None) -> bool | None:
     AVX2-only AMD EPYC: DEAS's update at ~0.2x its float32 rate).
     """
     if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as file:
-                cpuinfo = file.read()
-        except OSError:
+        cpuinfo = _proc_cpuinfo()
+        if cpuinfo is None:
             return None
     flags = {flag for line in cpuinfo.splitlines() if line.startswith("flags") for flag in line.split()}
     if not flags:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -68,8 +69,6 @@ def test_cpu_bfloat16_support_is_read_from_the_cpu_flags():
 
 @pytest.mark.parametrize("has_bfloat16", [False, True, None])
 def test_bfloat16_training_warns_only_on_a_cpu_that_would_emulate_it(monkeypatch, has_bfloat16):
-    import warnings
-
     arrays, _, _ = chain_dataset()
     normalizer = ObsNormalizer.fit(["state"], arrays)
     monkeypatch.setattr(networks, "cpu_has_bfloat16", lambda cpuinfo=None: has_bfloat16)
