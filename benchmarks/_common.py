@@ -1,14 +1,15 @@
-"""Shared helpers: interleaved repeated timing (so drift hits baseline and candidate alike) and tables."""
+"""Shared helpers: interleaved repeated timing (so drift hits baseline and candidate alike), tables, and the
+results files the documentation's benchmark tables are rendered from."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from embodia.core.results import Table, default_results_path, write_results
 
 
 def interleaved(fns: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
@@ -37,8 +38,21 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def save(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2))
-    return path
+def save_results(
+    name: str,
+    tables: Mapping[str, Table],
+    *,
+    quick: bool,
+    data: Mapping[str, Any] | None = None,
+    path: str | Path | None = None,
+    title: str = "",
+) -> Path:
+    """Write ``results/benchmarks/<name>.json`` (the tables the docs render, the raw numbers in ``data``).
+
+    A ``--quick`` run writes under ``runs/quick-results/`` instead, never over the committed file; ``path``
+    overrides both. Prints where it went.
+    """
+    target = Path(path) if path else default_results_path(f"benchmarks/{name}", quick)
+    written = write_results(target, tables, name=f"benchmarks/{name}", title=title, data=data)
+    print(f"results: {written}")
+    return written

@@ -19,7 +19,8 @@ import ogbench  # noqa: F401
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 import embodia
-from benchmarks._common import interleaved, markdown_table, save
+from benchmarks._common import interleaved, save_results
+from embodia.core.results import Column, Table
 
 
 def measure(embodia_id: str, steps: int, repeats: int) -> dict:
@@ -55,6 +56,9 @@ def measure(embodia_id: str, steps: int, repeats: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/env_overhead.json)"
+    )
     args = parser.parse_args()
     cases = [
         ("embodia/PointMaze-Medium-v0", 4000),
@@ -63,13 +67,32 @@ def main() -> None:
     ]
     repeats = 2 if args.quick else 11
     results = [measure(env_id, steps // (4 if args.quick else 1), repeats) for env_id, steps in cases]
-    rows = [
-        [r["embodia_id"], r["ogbench_id"], f"{r['ogbench']:.0f}", f"{r['embodia']:.0f}", f"{r['ratio']:.3f}"]
-        for r in results
-    ]
-    print(markdown_table(["env", "ogbench id", "ogbench steps/s", "embodia steps/s", "ratio"], rows))
-    if not args.quick:
-        save("env_overhead", {"results": results})
+    table = Table(
+        [
+            Column("env", "environment"),
+            Column("ogbench_id", "ogbench id"),
+            Column("ogbench", "raw ogbench, steps/s", ",.0f"),
+            Column("embodia", "embodia, steps/s", ",.0f"),
+            Column("ratio", "ratio (median of paired runs)", ".3f"),
+        ]
+    )
+    for r in results:
+        table.add(
+            env=f"`{r['embodia_id']}`",
+            ogbench_id=f"`{r['ogbench_id']}`",
+            ogbench=r["ogbench"],
+            embodia=r["embodia"],
+            ratio=r["ratio"],
+        )
+    print(table.markdown())
+    save_results(
+        "env_overhead",
+        {"steps": table},
+        quick=args.quick,
+        path=args.results,
+        data={"results": results, "repeats": repeats},
+        title="Environment step: embodia's wrapper against the raw ogbench environment",
+    )
 
 
 if __name__ == "__main__":

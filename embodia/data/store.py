@@ -441,10 +441,12 @@ class TrajectoryStore:
             data: key -> array with the episode's T rows on axis 0 (every key the same T). The keys
                 ``action``, ``reward``, ``terminated``, ``truncated``, ``success`` and ``sim_state`` have
                 fixed roles; any other key is an observation.
-            env_id, env_kwargs, seed: how to re-create the episode (``make(env_id, **env_kwargs)``,
-                ``reset(seed=seed)``).
+            env_id: the environment that ran the episode (``make(env_id, **env_kwargs)``).
+            env_kwargs: its constructor arguments.
+            seed: the reset seed (``reset(seed=seed)``).
             success: episode success; defaults to ``data["success"].any()``.
-            initial_state, final_state: the simulator state before the first and after the last step.
+            initial_state: the simulator state before the first step.
+            final_state: the simulator state after the last step.
             roles: override the role of keys (e.g. ``{"joint_cmd": "action"}``).
 
         Raises:

@@ -77,7 +77,8 @@ class PixelObservationEncoder(nn.Module):
     Args:
         encoder: an image encoder (:mod:`.encoders` protocol).
         image_keys: observation keys holding ``uint8`` ``(H, W, 3)`` images, all through ``encoder``.
-        state_mean, state_std: statistics of the concatenated ``state_keys`` (empty when there are none).
+        state_mean: mean of the concatenated ``state_keys`` (empty when there are none).
+        state_std: their standard deviation.
         state_keys: flat observation keys appended after the image features.
         token_channels: channels each patch token is projected to.
         freeze_encoder: no gradient into ``encoder`` (its own trainable parts, such as VER's router, stay

@@ -62,7 +62,8 @@ class OnnxActorPolicy:
         model: the ``model.onnx`` file.
         obs_keys: the observation keys, in the graph's input order.
         obs_dim: their total number of values.
-        action_dim, horizon: the output is ``(horizon, action_dim)``; one action when ``horizon == 1``.
+        action_dim: entries of one action.
+        horizon: actions per output: ``(horizon, action_dim)``; one action when ``horizon == 1``.
         execute_steps: actions of a chunk executed before re-planning (None: the whole chunk).
         meta: what the folder's config.json says besides the format (method, env_id, ...).
         threads: intra-op threads of the session (1: lowest latency for one observation at a time).

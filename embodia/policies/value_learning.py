@@ -51,7 +51,8 @@ def sequence_target(
     """SMDP target ``sum_{k<W} gamma1^k r_{t+k} valid_k + gamma2^W (1 - d) V(s_{t+W})``.
 
     Args:
-        rewards, valid: ``(B, W)``; ``valid`` is 0 for steps after the episode ended inside the window.
+        rewards: ``(B, W)``.
+        valid: ``(B, W)``, 0 for steps after the episode ended inside the window.
         done: ``(B,)``, 1 when the episode terminated inside the window (nothing to bootstrap).
         next_value: ``(B,)``, ``V(s_{t+W})``.
     """

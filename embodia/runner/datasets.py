@@ -70,7 +70,8 @@ def generate_dataset(
         out: the trajectory store (appended to, unless ``overwrite``).
         noise: std of the Gaussian noise on the expert's actions (OGBench's play data: 0.1-0.2).
         task_id: the single task whose rewards and terminals label the data (default: ogbench's default task).
-        workers, ray_address: generate in parallel on Ray (the same store as a serial run).
+        workers: generate in parallel on this many local Ray workers (the same store as a serial run).
+        ray_address: generate on the Ray cluster at this address instead.
     """
     play_id = play_env_id(env_id)
     env_kwargs: dict[str, Any] = {} if task_id is None else {"task_id": int(task_id)}

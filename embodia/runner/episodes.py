@@ -162,13 +162,14 @@ def rollout(
         env_kwargs: constructor arguments when ``env`` is an id (recorded with each episode).
         hooks: more hooks (:mod:`embodia.runner.hooks`), e.g. metric hooks such as Habitat's.
         transform: applied to every recorded episode's arrays before they are stored.
-        workers, ray_address: run the episodes on Ray (:mod:`embodia.runner.parallel`) with this many local
-            workers, or on the cluster at this address; the stored episodes equal the serial run's. With the
-            defaults (1, None) nothing changes and Ray is not imported.
-        num_envs, vector_mode: step ``num_envs`` environments together in a gymnasium vector environment
-            (``"sync"``: in this process; ``"async"``: a process each), asking a batch policy once per step
-            (:func:`embodia.runner.vector.run_vector_episodes`; the episodes equal the serial run's). Not
-            with ``video``, ``hooks`` or Ray workers.
+        workers: run the episodes on Ray (:mod:`embodia.runner.parallel`) with this many local workers; the
+            stored episodes equal the serial run's. With the defaults (1, None) nothing changes and Ray is
+            not imported.
+        ray_address: run them on the Ray cluster at this address instead.
+        num_envs: step this many environments together in a gymnasium vector environment, asking a batch
+            policy once per step (:func:`embodia.runner.vector.run_vector_episodes`; the episodes equal the
+            serial run's). Not with ``video``, ``hooks`` or Ray workers.
+        vector_mode: ``"sync"`` (in this process) or ``"async"`` (a process per environment).
         progress: show a progress bar.
 
     Ctrl-C stops after committing the episodes already finished; the result says ``interrupted``.

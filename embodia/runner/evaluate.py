@@ -106,9 +106,11 @@ def evaluate_policy(
         policy: a policy folder or run directory, ``"expert"`` / ``"random"``, or a policy object.
         env_id: default: the environment the policy was trained for (recorded in its folder).
         metrics: ``info`` keys averaged per episode from its last step (Habitat: :data:`NAV_METRICS`).
-        workers, ray_address: run the episodes on Ray (see :func:`embodia.runner.rollout`).
-        num_envs, vector_mode: step this many environments together, one batched policy call per step
+        workers: run the episodes on this many local Ray workers (see :func:`embodia.runner.rollout`).
+        ray_address: run them on the Ray cluster at this address instead.
+        num_envs: step this many environments together, one batched policy call per step
             (see :func:`embodia.runner.rollout`).
+        vector_mode: ``"sync"`` or ``"async"`` (see :func:`embodia.runner.rollout`).
         execute_steps: how many actions of each predicted chunk run before the policy is queried again
             (1 = receding horizon; sets ``policy.execute_steps``; default: the policy's own setting).
         runtime: how a policy folder's network runs: ``"torch"``, ``"onnx"`` (its exported model.onnx

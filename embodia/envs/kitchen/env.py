@@ -109,11 +109,13 @@ class KitchenEnv(gymnasium.Env):
         robot: robosuite robot (``"Panda"`` by default; single-arm robots with a gripper such as
             ``"UR5e"``, ``"IIWA"``, ``"Kinova3"``, ``"Jaco"``; see ``SINGLE_ARM_ROBOTS``).
         render_mode: ``"rgb_array"`` or ``None``.
-        width, height: size of ``render()`` frames.
+        width: width of ``render()`` frames.
+        height: height of ``render()`` frames.
         render_camera: camera of ``render()``: ``"overview"`` (the work area from behind the robot),
             ``"agentview"`` or ``"eye_in_hand"``.
         cameras: camera observations to add (``"agentview"``, ``"eye_in_hand"``) as ``<camera>_rgb``.
-        camera_width, camera_height: size of camera observations.
+        camera_width: width of camera observations.
+        camera_height: height of camera observations.
         shadow_size: shadow map size; 0 (the default) turns shadows off, which makes camera
             observations ~2-3x faster on a CPU renderer (figures use 2048).
         multisamples: offscreen anti-aliasing samples (0: off, fastest).

@@ -81,7 +81,8 @@ class OGBenchEnv(gymnasium.Env):
         task_id: the evaluation task (1-5). Goal-conditioned: ``None`` draws one per episode;
             single-task: ``None`` is ogbench's default task.
         render_mode: ``"rgb_array"`` or ``None``.
-        width, height: size of ``render()`` frames (state-based ids; pixel ids render at 64x64).
+        width: width of ``render()`` frames (state-based ids; pixel ids render at 64x64).
+        height: height of ``render()`` frames.
         shadow_size: MuJoCo shadow map size for rendering; 0 turns shadows off.
         multisamples: offscreen anti-aliasing samples (``None`` keeps ogbench's 4; 0 renders ~2x faster).
     """
