@@ -24,7 +24,7 @@ APT_PACKAGES += chromium
 export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: setup apt demo test walkthrough docs docs-serve lint format bench clean
+.PHONY: setup apt demo test test-load walkthrough docs docs-serve lint format bench clean
 
 setup: apt $(STAMP) $(ROBOT_STAMP)
 
@@ -58,6 +58,9 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q -x --durations=15
+
+test-load: setup  ## the ROS 2, Ray and ScienceBoard tests beside one busy process per core, 3 runs in a row
+	$(BIN)/python scripts/under_load.py --runs 3
 
 walkthrough: setup  ## docs/walkthrough.md end to end: demonstrations -> BC -> ROS 2 deployment -> viewer
 	$(BIN)/python scripts/walkthrough.py

@@ -181,9 +181,8 @@ def cmd_node_config(args: argparse.Namespace) -> int:
 def cmd_launch(args: argparse.Namespace) -> int:
     from embodia.robot.launch import Supervisor, format_plan, parse_launch_arguments, plan_launch
 
-    plan = plan_launch(
-        args.file, parse_launch_arguments(args.arguments)
-    )  # every file, before anything starts
+    # every file, before anything starts; a dry run (--print) runs no $(command ...) either
+    plan = plan_launch(args.file, parse_launch_arguments(args.arguments), run_commands=not args.print_only)
     if args.print_only:  # a dry run, as `ros2 launch --print`: nothing starts
         print(format_plan(plan))
         return 0

@@ -35,6 +35,7 @@ from embodia.data.sampling import WindowSampler
 from embodia.data.store import TrajectoryStore
 from embodia.policies.actor_policy import save_actor_policy
 from embodia.policies.learner import Learner, learner_classes, learner_names
+from embodia.runner.datasets import dataset_environment
 from embodia.runner.evaluate import evaluate_policy
 
 
@@ -57,7 +58,8 @@ class TrainConfig:
     out: PathStr
     """Run directory (created)."""
     env_id: str | None = None
-    """Environment for periodic evaluation (None: no evaluation)."""
+    """Environment for periodic evaluation (None: no evaluation). The policy folder records it; without it,
+    the environment the dataset's episodes come from (when they all share one)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Arguments of the evaluation environment (e.g. {"task_id": 2})."""
     steps: Annotated[int, Field(ge=1)] = 10_000
@@ -178,12 +180,10 @@ def train(
             default=str,
         )
     )
-    meta = {
-        "method": config.method,
-        "env_id": config.env_id,
-        "env_kwargs": config.env_kwargs,
-        "dataset": config.dataset,
-    }
+    env_id, env_kwargs = config.env_id, config.env_kwargs
+    if env_id is None:  # the policy folder still says what it was trained for: eval and deploy need it
+        env_id, env_kwargs = dataset_environment(store)
+    meta = {"method": config.method, "env_id": env_id, "env_kwargs": env_kwargs, "dataset": config.dataset}
     metrics_file = (out / "metrics.jsonl").open("a")
     history: list[dict[str, Any]] = []
     last: dict[str, Any] = {}

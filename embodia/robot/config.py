@@ -219,7 +219,8 @@ class PolicyNodeConfig:
     status_period: Seconds = 1.0
     """seconds (> 0) between JSON status messages on ``~/status`` (counters, rate statistics)"""
     qos_depth: PositiveInt = 10
-    """history depth (>= 1) of every subscription and publisher"""
+    """history depth (>= 1) of every subscription and publisher (the command publisher keeps at least
+    ``ros.PUBLISHER_DEPTH`` for slow subscribers such as recorders)"""
     torch_threads: PositiveInt | None = 1
     """threads (>= 1) torch may use for inference (1: lowest latency, no thread hand-offs; None: torch's
     default)"""

@@ -104,7 +104,10 @@ class PolicyNode(_node_base()):  # type: ignore[misc]
         self.rate = RateController(config.rate_hz)
         qos = ros.qos(config.qos_depth)
         cmd = config.command
-        self._command_publisher = self.create_publisher(message_class(cmd.type), cmd.topic, qos)
+        # subscribers of the commands (a controller, a recorder) each keep their own depth; the writer keeps
+        # enough for a slow one (see ros.PUBLISHER_DEPTH)
+        cmd_qos = ros.qos(max(config.qos_depth, ros.PUBLISHER_DEPTH))
+        self._command_publisher = self.create_publisher(message_class(cmd.type), cmd.topic, cmd_qos)
         self._status_publisher = self.create_publisher(message_class("String"), "~/status", qos)
         if (
             config.reset_topic

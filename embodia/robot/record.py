@@ -8,9 +8,16 @@ row ``t`` = (observation before the action, action ``t``), because a policy publ
 received ``o_t``.
 
 Episodes are split by std_msgs/String JSON events on an episode topic (what ``embodia robot sim``
-publishes): ``start`` (env_id, env_kwargs, seed) begins an episode, ``end`` (success) commits it.
-Without events one episode is committed when the recording stops. Every committed episode is durable
-(see :class:`~embodia.data.store.TrajectoryStore`); Ctrl-C commits what was recorded so far.
+publishes): ``start`` (env_id, env_kwargs, seed) begins an episode, ``end`` (success, and from a lockstep
+bridge ``commands``: how many commands the episode consumed) ends it. An episode is committed once it is
+complete: all its announced commands (and the observations they answer) have arrived — the episode
+events and the data travel on different topics, so under load the ``end`` event often overtakes the
+episode's last rows — or, without a count, once the next episode has a row. A recorder asked for N
+episodes stops when N episodes are *written*, never on the count of ``end`` events; commands that answer
+an observation already answered (the bridge republishes an observation nobody answered in time) are
+dropped, as the bridge drops them. Without events one episode is committed when the recording stops.
+Every committed episode is durable (see :class:`~embodia.data.store.TrajectoryStore`); Ctrl-C commits
+what was recorded so far.
 
 Messages become arrays through the converter registry (:mod:`embodia.robot.converters`), as in the bag
 import: any type can be recorded (registered converter, else the generic fallback). A topic recorded as
@@ -68,6 +75,8 @@ class _Segment:
     info: dict[str, Any]
     rows: list[tuple[int | None, dict[str, np.ndarray]]] = field(default_factory=list)
     success: bool | None = None
+    expected: int | None = None
+    """the number of rows the episode's ``end`` event announced (None: not ended, or not announced)"""
 
 
 @dataclass
@@ -93,8 +102,13 @@ class EpisodeAssembler:
     """env_id recorded when no start event names one"""
     latest: dict[str, np.ndarray] = field(default_factory=dict)
     episodes: int = 0
+    """episodes written (handed to ``on_episode``)"""
     ended: int = 0
+    """``end`` events received"""
+    duplicates: int = 0
+    """stamped step messages dropped: a second answer to an observation, or one to a written episode"""
     _stamp: int | None = None
+    _written_until: int | None = None
     _segments: list[_Segment] = field(default_factory=list)
     _by_stamp: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
 
@@ -125,12 +139,44 @@ class EpisodeAssembler:
             self._by_stamp.setdefault(key, {})[stamp_ns] = array
         if key == self.step_key and len(self.latest) == len(self.keys):
             stamp = stamp_ns if stamp_ns is not None else self._stamp
+            index = self._segment_for(stamp)
+            if stamp_ns is not None and self._answered(index, stamp_ns):
+                self.duplicates += 1
+                return
             row = dict(self.latest)  # the fallback values
             row["__stamp__"] = stamp_ns
-            index = self._segment_for(stamp)
             self._segments[index].rows.append((stamp, row))
             for _ in range(index):  # a row of a later episode: the earlier ones are complete
                 self._commit(self._segments.pop(0))
+        self._commit_complete()
+
+    def _answered(self, index: int, stamp: int) -> bool:
+        """Whether a step message with this stamp was already taken (a repeat) or its episode written."""
+        if self._written_until is not None and stamp <= self._written_until:
+            return True
+        return any(s == stamp for s, row in self._segments[index].rows if row["__stamp__"] is not None)
+
+    def _complete(self, segment: _Segment) -> bool:
+        """Whether an ended episode has all the rows its ``end`` event announced, each with its observations."""
+        if segment.expected is None or len(segment.rows) < segment.expected:
+            return False
+        stamped = [k for k in self.keys if k != self.step_key and k in self._by_stamp]
+        return all(
+            row["__stamp__"] is None or all(row["__stamp__"] in self._by_stamp[k] for k in stamped)
+            for _, row in segment.rows
+        )
+
+    def _commit_complete(self) -> None:
+        """Write every complete episode at the head of the queue (in order; the last open one stays open)."""
+        while self._segments and self._complete(self._segments[0]):
+            self._commit(self._segments.pop(0))
+            if not self._segments:
+                self._segments = [_Segment(None, {"env_id": self.env_id})]
+
+    @property
+    def open_ended(self) -> list[tuple[int, int | None]]:
+        """Ended episodes not yet written: (rows received, rows announced) each."""
+        return [(len(s.rows), s.expected) for s in self._segments if s.success is not None]
 
     def _resolve(self, row: dict[str, Any]) -> dict[str, np.ndarray]:
         stamp = row["__stamp__"]
@@ -170,8 +216,12 @@ class EpisodeAssembler:
                     self._commit(self._segments.pop(0))
         elif kind == "end":
             # the latest started episode is the one that ended
-            self._segments[-1].success = bool(event.get("success", False))
+            segment = self._segments[-1]
+            segment.success = bool(event.get("success", False))
+            if isinstance(event.get("commands"), int):
+                segment.expected = int(event["commands"])
             self.ended += 1
+            self._commit_complete()
 
     def finish(self, success: bool | None = None, max_episodes: int | None = None) -> None:
         """Commit every episode still open, in order.
@@ -193,6 +243,7 @@ class EpisodeAssembler:
             for values in self._by_stamp.values():
                 for stamp in [s for s in values if s <= last]:
                     del values[stamp]
+            self._written_until = max(last, self._written_until or last)
         if not rows:
             return
         data: dict[str, np.ndarray] = {}
@@ -262,6 +313,7 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
 
         self.assembler = assembler
         self.rejected = 0
+        self.messages = 0
         self.max_episodes: int | None = None
         types = self._discover([t for t, _ in topics], discovery_timeout)
         classes = {topic: message_class(types[topic]) for topic, _ in topics}  # any installed type
@@ -300,6 +352,7 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
 
     def _callback(self, key: str | None, kind: str, values: TopicValues | None) -> Callable[[Any], None]:
         def callback(msg: Any) -> None:
+            self.messages += 1
             if key is None:
                 try:
                     event = json.loads(msg.data)
@@ -316,6 +369,42 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
                 self.get_logger().warning(f"rejected message for {key}: {error}", throttle_duration_sec=1.0)
 
         return callback
+
+
+#: how long a recorder whose episodes have all ended waits without a single new message before it writes
+#: what it has: a safety net for lost messages, never what decides a normal stop (that is the rows
+#: an episode's ``end`` event announced)
+DRAIN_IDLE_SECONDS = 30.0
+#: the same for episodes whose ``end`` event announced no row count (not a lockstep bridge): their last
+#: rows are recognised only by silence
+DRAIN_IDLE_UNANNOUNCED_SECONDS = 1.0
+
+
+def _drain(node: Any, assembler: EpisodeAssembler, episodes: int, duration: float | None) -> None:
+    """Take the rows still on their way after the last ``end`` event, until ``episodes`` are written.
+
+    Progress resets the wait: a machine under load delivers slowly but delivers. Only a stream that
+    stays silent for ``DRAIN_IDLE_SECONDS`` (messages lost) ends the wait; the episodes then written
+    are what arrived, and a warning names the ones that are short.
+    """
+    announced = all(expected is not None for _, expected in assembler.open_ended)
+    idle_limit = DRAIN_IDLE_SECONDS if announced else DRAIN_IDLE_UNANNOUNCED_SECONDS
+    seen = [node.messages]
+    last_progress = [time.monotonic()]
+
+    def done() -> bool:
+        now = time.monotonic()
+        if node.messages != seen[0]:
+            seen[0], last_progress[0] = node.messages, now
+        return assembler.episodes >= episodes or now - last_progress[0] >= idle_limit
+
+    ros.spin(node, None, should_stop=done, duration=duration)
+    short = [(got, want) for got, want in assembler.open_ended if want is not None and got < want]
+    if announced and short and assembler.episodes < episodes:
+        node.get_logger().warning(
+            f"no message for {idle_limit:g} s with {len(short)} episode(s) incomplete "
+            f"({', '.join(f'{got} of {want} rows' for got, want in short)}): writing what arrived"
+        )
 
 
 def record(
@@ -361,16 +450,18 @@ def record(
     try:
         node = RecorderNode(specs, assembler, episode_topic, text_width=sink.text_width)
         node.max_episodes = episodes
+        started = time.monotonic()
         ros.spin(
             node,
             None,
-            should_stop=lambda: episodes is not None and assembler.ended >= episodes,
+            should_stop=lambda: (
+                episodes is not None and (assembler.episodes >= episodes or assembler.ended >= episodes)
+            ),
             duration=duration,
         )
-        if episodes is not None and assembler.ended >= episodes:
-            # the last commands may still be on their way (they come from another publisher than
-            # the episode events): take them before committing the final episode
-            ros.spin(node, None, duration=0.5)
+        if episodes is not None and assembler.ended >= episodes and assembler.episodes < episodes:
+            left = None if duration is None else max(0.0, duration - (time.monotonic() - started))
+            _drain(node, assembler, episodes, left)
     finally:
         # the ending episode, or whatever was recorded since the last boundary
         assembler.finish(max_episodes=episodes)
@@ -378,4 +469,9 @@ def record(
         if node is not None:
             node.destroy_node()
         ros.shutdown()
-    return {"episodes": assembler.episodes, "steps": sink.steps, "rejected": node.rejected if node else 0}
+    return {
+        "episodes": assembler.episodes,
+        "steps": sink.steps,
+        "rejected": node.rejected if node else 0,
+        "duplicates": assembler.duplicates,
+    }

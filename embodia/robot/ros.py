@@ -71,6 +71,12 @@ def shutdown() -> None:
         rclpy.try_shutdown()
 
 
+#: history a publisher keeps for its slowest reliable subscriber: a KEEP_LAST writer overwrites samples a
+#: subscriber has not acknowledged yet, so a recorder that falls behind (a machine under load) loses
+#: messages unless the writer keeps enough. Readers keep their own, shorter, depth.
+PUBLISHER_DEPTH = 200
+
+
 def qos(depth: int = 10) -> Any:
     """Reliable, volatile, keep-last ``depth``: compatible with every default ROS 2 publisher / subscriber."""
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy

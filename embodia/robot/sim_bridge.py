@@ -208,7 +208,12 @@ class SimBridge:
         }
 
     def end_event(self) -> dict[str, Any]:
-        return {"event": "end", **self.results[-1]}
+        """The ``end`` event; in lockstep it announces how many commands the episode took (one per step),
+        so a recorder knows when it has all of them (the event and the commands travel separately)."""
+        event = {"event": "end", **self.results[-1]}
+        if self.config.mode == "lockstep":
+            event["commands"] = self.results[-1]["length"]
+        return event
 
     def write_results(self) -> None:
         if self.config.results:
@@ -310,7 +315,7 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
 
         self.config = config
         self.sim = SimBridge(config)
-        qos = ros.qos(10)
+        qos = ros.qos(ros.PUBLISHER_DEPTH)  # publishers: a recorder under load must not lose observations
         self._clock_cls = Clock
         self._clock_publisher = self.create_publisher(Clock, "/clock", qos)
         self._episode_publisher = self.create_publisher(message_class("String"), "episode", qos)
@@ -329,7 +334,7 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
         ctype = config.command_type.rsplit("/", 1)[1]
         self._command_kind = ctype
         self._components = config.twist_components or list(TWIST_COMPONENTS[: self.sim.action_size])
-        self.create_subscription(message_class(ctype), "cmd", self._on_command, qos)
+        self.create_subscription(message_class(ctype), "cmd", self._on_command, ros.qos(10))
         self.ignored_commands = 0
         self.rejected_commands = 0
         self._last_command: tuple[np.ndarray, float] | None = None

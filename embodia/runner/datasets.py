@@ -42,6 +42,32 @@ def play_env_id(env_id: str) -> str:
     return resolve_id(f"embodia/{family_name(env_id)}-Play-v0")
 
 
+def dataset_environment(store: Any) -> tuple[str | None, dict[str, Any]]:
+    """The environment a store's episodes evaluate on, when they all come from one: (id, kwargs) or (None, {}).
+
+    A policy folder records it, so ``embodia eval``, the ONNX runtime and the ROS 2 node know what to run
+    without ``--env``. Play data (``-Play-v0``, OGBench's data-collection mode) evaluates on the
+    single-task environment its rewards label (``-SingleTask-v0`` with the same ``task_id``); episodes of
+    several environments, or of one with differing arguments, name none.
+    """
+    if store.num_episodes == 0:
+        return None, {}
+    env_ids = set(store.episodes_table()["env_id"].tolist())
+    if len(env_ids) != 1:
+        return None, {}
+    env_id = env_ids.pop()
+    kwargs = [store.episode_meta(i).env_kwargs for i in range(store.num_episodes)]
+    if any(k != kwargs[0] for k in kwargs):
+        return None, {}
+    try:
+        resolved = resolve_id(env_id)
+    except EmbodiaError:  # not an embodia environment (a robot's recording): nothing to evaluate on
+        return None, {}
+    if resolved.endswith("-Play-v0"):
+        resolved = resolve_id(f"embodia/{family_name(resolved)}-SingleTask-v0")
+    return resolved, dict(kwargs[0])
+
+
 def noisy_expert(env: Any, noise: float) -> Any:
     """The environment's scripted expert with Gaussian action noise (a policy factory, picklable for Ray)."""
     return env.unwrapped.make_expert(noise=noise)

@@ -117,7 +117,7 @@ def test_serve_answers_on_both_ports_and_stops_cleanly_on_ctrl_c(store, tmp_path
         text=True,
     )
     try:
-        deadline, status = time.monotonic() + 30, None
+        deadline, status = time.monotonic() + 120, None
         while status != 200 and time.monotonic() < deadline and server.poll() is None:
             try:
                 with urllib.request.urlopen(f"http://localhost:{web}/", timeout=2) as response:

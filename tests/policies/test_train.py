@@ -203,3 +203,31 @@ def test_one_registry_of_methods_for_the_cli_and_training_and_the_cli_starts_wit
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     )
+
+
+def test_a_policy_trained_without_env_knows_its_dataset_environment_for_eval_and_onnx(demos, tmp_path):
+    """`embodia train bc` without --env, then `embodia export --onnx` and `embodia eval --runtime onnx`."""
+    run = tmp_path / "bc"
+    train(TrainConfig(method="bc", dataset=str(demos), out=str(run), steps=20, batch_size=16, eval_every=0))
+    meta = json.loads((run / "policy" / "config.json").read_text())
+    assert (meta["env_id"], meta["env_kwargs"]) == (ENV, {"task_id": 1})
+    for argv in (["export", str(run), "--onnx"], ["eval", str(run), "--episodes", "1", "--runtime", "onnx"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "embodia.cli", *argv],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert f"{ENV}: success" in out.stdout
+
+
+def test_play_data_evaluates_on_the_single_task_it_is_labelled_for(tmp_path):
+    from embodia.data.store import TrajectoryStore
+    from embodia.runner.datasets import dataset_environment, generate_dataset
+
+    generate_dataset("embodia/PointMaze-Medium-v0", 2, tmp_path / "play.zarr", task_id=3, max_steps=20)
+    store = TrajectoryStore(tmp_path / "play.zarr")
+    assert store.episode_meta(0).env_id.endswith("-Play-v0")
+    assert dataset_environment(store) == ("embodia/PointMaze-Medium-SingleTask-v0", {"task_id": 3})

@@ -392,10 +392,6 @@ def test_timers_launch_prefix_timeouts_and_tty(tmp_path, ament):
         ("{cmd: 'true', emulate_tty: sometimes}", "'emulate_tty' must be true or false"),
         ("{cmd: 'true', on_exit: restart}", "on_exit: 'restart' is not supported"),
         ("{cmd: 'true', respwan: true}", "unknown attribute 'respwan'"),
-        (
-            "{cmd: 'true', launch-prefix: 'no-such-debugger-xyz'}",
-            "executable 'no-such-debugger-xyz' not found",
-        ),
     ],
 )
 def test_bad_process_attributes(tmp_path, entry, message):
@@ -615,3 +611,15 @@ def test_module_import_is_cheap():
 
     code = "import sys, embodia.robot.launch, embodia.cli.robot; print(sorted({'rclpy', 'torch'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_a_launch_prefix_this_machine_lacks_is_reported_not_refused(tmp_path):
+    path = _write(
+        tmp_path / "p.launch.yaml",
+        "launch:\n- executable: {cmd: 'true', launch-prefix: 'no-such-debugger-xyz'}\n",
+    )
+    (spec,) = parse_launch_file(path)
+    assert spec.missing == (
+        "executable 'no-such-debugger-xyz' not found (not a file with execute permission, nor on PATH) "
+        "(the launch-prefix)"
+    )

@@ -140,6 +140,12 @@ class Here:
     def fail(self, message: str) -> LaunchFileError:
         return self.entity.fail(message)
 
+    def runs_commands(self) -> bool:
+        return self.reader.run_commands
+
+    def unevaluated(self, text: str) -> None:
+        self.reader.plan.unevaluated.append(f"{self.entity.where}: {text}")
+
     # ------------------------------------------------------------ attribute access
     def template(self, name: str, entity: Entity | None = None) -> Template | None:
         """Attribute ``name`` parsed as a substitution template, or None when absent."""
@@ -226,8 +232,9 @@ def absolute_namespace(base: str | None, namespace: str | None) -> str | None:
 class Reader:
     """Reads launch files into one :class:`LaunchPlan` (the state shared by every included file)."""
 
-    def __init__(self, plan: LaunchPlan) -> None:
+    def __init__(self, plan: LaunchPlan, run_commands: bool = True) -> None:
         self.plan = plan
+        self.run_commands = run_commands
         self.anon_names: dict[str, str] = {}
         self.counts: dict[str, int] = {}
 
@@ -399,8 +406,13 @@ class Reader:
         self.plan.processes.append(spec)
 
 
-def plan_launch(path: str | Path, arguments: dict[str, str] | None = None) -> LaunchPlan:
+def plan_launch(
+    path: str | Path, arguments: dict[str, str] | None = None, *, run_commands: bool = True
+) -> LaunchPlan:
     """Everything the launch file at ``path`` describes, with ``arguments`` (``name -> value``) applied.
+
+    ``run_commands=False`` (a dry run, ``--print``): ``$(command ...)`` substitutions are not run but kept
+    as written, and listed in ``plan.unevaluated``; nothing else a launch file can say has side effects.
 
     Raises:
         LaunchFileError: one line naming the file, the line, the construct and what to do.
@@ -414,7 +426,7 @@ def plan_launch(path: str | Path, arguments: dict[str, str] | None = None) -> La
             TimedMessage(0.0, f"{path.name} is deprecated: {root.attrs['deprecated']}", root.where)
         )
     try:
-        Reader(plan).walk(root.actions(), LaunchScope(configs=dict(arguments or {})), 0.0, ())
+        Reader(plan, run_commands).walk(root.actions(), LaunchScope(configs=dict(arguments or {})), 0.0, ())
     except (KeyError, TypeError, AttributeError) as error:  # a shape no check above foresaw: still one line
         raise LaunchFileError(
             f"{path}: malformed launch file ({type(error).__name__}: {error}); check the shape of its actions"

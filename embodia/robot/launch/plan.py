@@ -54,6 +54,8 @@ class ProcessSpec:
     remaps: list[str] = field(default_factory=list)
     origin: str = ""
     """``FILE:LINE`` of the action"""
+    missing: str | None = None
+    """why the executable cannot start on this machine (not found); reported when it would start"""
 
 
 @dataclass
@@ -77,6 +79,8 @@ class LaunchPlan:
     shutdowns: list[TimedMessage] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     """actions a condition (``if`` / ``unless``) skipped, one line each"""
+    unevaluated: list[str] = field(default_factory=list)
+    """``$(command ...)`` substitutions a dry run left as written (``FILE:LINE: $(command ...)``)"""
 
 
 def find_package_share(package: str) -> Path:
@@ -113,6 +117,8 @@ def _seconds(value: float) -> str:
 
 def _describe_process(spec: ProcessSpec, grace: float) -> list[str]:
     rows = [("argv", spec.argv[0] if spec.shell else shlex.join(spec.argv))]
+    if spec.missing:
+        rows.append(("missing", f"{spec.missing} (reported when it would start)"))
     if spec.shell:
         rows.append(("shell", "yes (run by /bin/sh)"))
     if spec.node_name or spec.namespace:
@@ -159,4 +165,7 @@ def format_plan(plan: LaunchPlan, grace: float = 5.0) -> str:
     if plan.skipped:
         lines.append("skipped by a condition:")
         lines += [f"  {line}" for line in plan.skipped]
+    if plan.unevaluated:
+        lines.append("not evaluated (a dry run runs no commands; shown as written above):")
+        lines += [f"  {line}" for line in plan.unevaluated]
     return "\n".join(lines)

@@ -46,8 +46,8 @@ def _findable(command: str, cwd: str | None) -> bool:
     return shutil.which(command) is not None
 
 
-def _not_found(here: Here, command: str) -> LaunchFileError:
-    return here.fail(f"executable {command!r} not found (not a file with execute permission, nor on PATH)")
+def _not_found(command: str) -> str:
+    return f"executable {command!r} not found (not a file with execute permission, nor on PATH)"
 
 
 def _cmdline(here: Here, name: str) -> list[str]:
@@ -178,6 +178,7 @@ def _process(here: Here, label: str, argv: list[str], shell: bool, **extra: Any)
     """The attributes nodes and executables share: environment, respawn, exit, prefix, tty, timeouts."""
     entity = here.entity
     prefix = here.text("launch-prefix")
+    missing_prefix = None
     if prefix is None:
         prefix = here.scope.configs.get("launch-prefix", "")
         pattern = here.scope.configs.get("launch-prefix-filter", "")
@@ -190,7 +191,7 @@ def _process(here: Here, label: str, argv: list[str], shell: bool, **extra: Any)
         except ValueError as error:
             raise here.fail(f"launch-prefix {prefix!r}: {error}") from error
         if not shell and not _findable(prefix_argv[0], None):
-            raise _not_found(here, prefix_argv[0])
+            missing_prefix = _not_found(prefix_argv[0]) + " (the launch-prefix)"
         argv = [f"{prefix} {argv[0]}"] if shell else [*prefix_argv, *argv]
     env = {k: v for k, v in here.scope.env.items() if v is not None}
     for item in entity.subs("env"):
@@ -227,6 +228,7 @@ def _process(here: Here, label: str, argv: list[str], shell: bool, **extra: Any)
         sigkill_timeout=_configured_seconds(here, "sigkill_timeout"),
         output=here.text("output", "screen") or "screen",
         origin=entity.where,
+        missing=missing_prefix,
         **extra,
     )
 
@@ -235,15 +237,16 @@ def node_spec(here: Here) -> ProcessSpec:
     """The process of a ``node`` action (``ros2 run PKG EXEC ARGS --ros-args ...``)."""
     executable = here.required("exec")
     package = here.text("pkg")
+    missing = None  # a process that cannot start here is reported when it would start, as ros2 launch does
     if package:
         try:
             argv = resolve_executable(package, executable)
         except LaunchFileError as error:
-            raise here.fail(str(error)) from error
-    elif _findable(executable, None):
-        argv = [executable]
+            argv, missing = [executable], str(error)
     else:
-        raise _not_found(here, executable)
+        argv = [executable]
+        if not _findable(executable, None):
+            missing = _not_found(executable)
     argv += _cmdline(here, "args")
     ros_args = _cmdline(here, "ros_args")
     name = here.text("name")
@@ -269,9 +272,11 @@ def node_spec(here: Here) -> ProcessSpec:
     if rules:
         argv += ["--ros-args", *rules]
     label = here.text("exec_name") or name or executable
-    return _process(
+    spec = _process(
         here, label, argv, False, node_name=name, namespace=namespace, parameters=parameters, remaps=remaps
     )
+    spec.missing = spec.missing or missing
+    return spec
 
 
 def executable_spec(here: Here) -> ProcessSpec:
@@ -283,7 +288,8 @@ def executable_spec(here: Here) -> ProcessSpec:
     argv = [evaluate(template, here)] if shell else split_cmdline(template, here)
     if not argv or not argv[0].strip():
         raise here.fail("'cmd' is empty")
-    if not shell and not _findable(argv[0], here.text("cwd")):
-        raise _not_found(here, argv[0])
     label = here.text("name") or Path(argv[0].split()[0]).name
-    return _process(here, label, argv, shell)
+    spec = _process(here, label, argv, shell)
+    if not shell and not spec.missing and not _findable(argv[0], here.text("cwd")):
+        spec.missing = _not_found(argv[0])
+    return spec

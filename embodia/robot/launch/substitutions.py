@@ -70,6 +70,12 @@ class Scope(Protocol):
     def fail(self, message: str) -> LaunchFileError:
         """An error that names the file, line and action being read."""
 
+    def runs_commands(self) -> bool:
+        """Whether ``$(command ...)`` runs (False in a dry run, which must start nothing)."""
+
+    def unevaluated(self, text: str) -> None:
+        """Note a substitution a dry run left as written."""
+
 
 # ---------------------------------------------------------------------- parsing
 class _Parser:
@@ -270,6 +276,9 @@ def _env(sub: Sub, scope: Scope) -> str:
 
 def _command(sub: Sub, scope: Scope) -> str:
     _arity(sub, scope, 1, 2)
+    if not scope.runs_commands():  # a dry run starts nothing: the substitution stays as written
+        scope.unevaluated(sub.text)
+        return sub.text
     command = evaluate(sub.args[0], scope)
     on_stderr = evaluate(sub.args[1], scope) if len(sub.args) == 2 else "fail"
     if on_stderr not in ("fail", "ignore", "warn", "capture"):

@@ -59,6 +59,10 @@ class Supervisor:
 
     def _start(self, spec: ProcessSpec) -> subprocess.Popen[bytes] | None:
         """Start ``spec``; None (and an error line) when it cannot start (a missing cwd, ...)."""
+        if spec.missing:  # known when the file was read; reported now, when this process would start
+            self.starts[spec.name] += 1
+            self._print(f"[ERROR] [launch]: process [{spec.name}] could not start: {spec.missing}")
+            return None
         env = {**os.environ, **spec.env, "PYTHONUNBUFFERED": "1"}
         for name in spec.unset_env:
             env.pop(name, None)
@@ -190,15 +194,18 @@ class Supervisor:
             self._signal(name, proc, signal.SIGINT)
         while running:
             now = time.monotonic()
-            for name, proc in list(running.items()):
-                if proc.poll() is not None:
-                    del running[name]
-                elif deadlines[name] and now >= deadlines[name][0][0]:
-                    self._signal(name, proc, deadlines[name].pop(0)[1])
-                elif not deadlines[name]:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(timeout=5.0)
-                    del running[name]
+            for name in [n for n, p in running.items() if p.poll() is not None]:
+                del running[name]
+            # signals that fell due, earliest deadline first (a stalled loop keeps their order)
+            due = sorted(
+                (deadlines[n][0][0], n) for n in running if deadlines[n] and now >= deadlines[n][0][0]
+            )
+            for _, name in due:
+                self._signal(name, running[name], deadlines[name].pop(0)[1])
+            for name in [n for n in running if not deadlines[n]]:  # SIGKILL sent: reap it
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    running[name].wait(timeout=5.0)
+                del running[name]
             time.sleep(0.02)
         for name, proc in self._procs.items():
             if proc.returncode is not None:
