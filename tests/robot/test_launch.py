@@ -9,8 +9,8 @@ import signal
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
 
