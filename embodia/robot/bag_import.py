@@ -101,6 +101,10 @@ class _Import:
         self.reader: Any = None
         self.sink: _TypedSink | None = None
         self.rejected = 0
+        self.messages: dict[str, int] = {}
+        """messages read per topic"""
+        self.failures: dict[str, tuple[int, str]] = {}
+        """per topic: messages that could not become values, and the first reason"""
         self.named: set[str] = set()
         """topics the user named: refused, not left out, when they cannot be imported"""
 
@@ -185,6 +189,7 @@ class _Import:
                 if msg is not None:
                     self._event(msg, assembler, sink)
                 continue
+            self.messages[topic] = self.messages.get(topic, 0) + 1
             value = self._convert(connection, msg, values[topic])
             if value is None:
                 continue
@@ -192,6 +197,7 @@ class _Import:
                 fields[key_of[topic]] = field_names(msg)  # the generic fallback's column names
             assembler.value(key_of[topic], value)
         assembler.finish()
+        self._report(specs, step_topic, sink.steps)
         store_keys = [name for topic, _ in specs for name in _store_keys(values[topic])]
         return {
             "path": str(self.out),
@@ -203,6 +209,32 @@ class _Import:
             "skipped_topics": sorted(self.reader.unreadable),
             "fields": fields,
         }
+
+    def _fail(self, topic: str, reason: str) -> None:
+        self.rejected += 1
+        count, first = self.failures.get(topic, (0, reason))
+        self.failures[topic] = (count + 1, first)
+
+    def _report(self, specs: list[tuple[str, str]], step_topic: str, steps: int) -> None:
+        """An import of nothing is an error that says why; messages left out are a warning naming them."""
+        lines = []
+        for topic, _ in specs:
+            got = self.messages.get(topic, 0)
+            failed, reason = self.failures.get(topic, (0, ""))
+            if failed:
+                lines.append(f"{topic}: {failed} of {got} messages could not be read ({reason})")
+            elif got == 0:
+                lines.append(f"{topic}: no messages in the bag")
+        if steps == 0:
+            rule = (
+                f"a row is made per message of {step_topic} once every imported topic has delivered a value"
+            )
+            detail = "; ".join(lines) or "no message of the imported topics"
+            raise BagError(
+                f"nothing imported from bag {self.bag}: {detail} ({rule}); leave such topics out with --topic"
+            )
+        if lines:
+            self.warn("left out of the import: " + "; ".join(lines))
 
     def _convert(self, connection: Any, msg: Any, values: Any) -> Any:
         from embodia.robot.converters import ShapeError, convert_message
@@ -216,8 +248,8 @@ class _Import:
             raise BagError(
                 f"topic {connection.topic} ({connection.msgtype}): {error}; leave it out"
             ) from None
-        except MessageError:
-            self.rejected += 1
+        except MessageError as error:
+            self._fail(connection.topic, str(error))
             return None
 
     def _messages(self, connections: list[Any], label: str) -> Iterator[tuple[Any, Any]]:
@@ -231,8 +263,8 @@ class _Import:
         for connection, _, raw in messages:
             try:
                 msg = self.reader.deserialize(raw, connection)
-            except Exception:  # damaged message data: rosbags raises several types
-                self.rejected += 1
+            except Exception as error:  # damaged message data: rosbags raises several types
+                self._fail(connection.topic, f"{type(error).__name__}: {error}")
                 msg = None
             yield connection, msg
 
@@ -254,12 +286,12 @@ class _Import:
             else:
                 texts[topic] = {}
         wanted = [c for c in self.reader.connections if c.topic in scans]
-        rejected = self.rejected
+        rejected, failures = self.rejected, dict(self.failures)
         for connection, msg in self._messages(wanted, "scanning topics"):
             if msg is not None:
                 with suppress(MessageError):  # counted by the import pass
                     scans[connection.topic].add(convert_message(msg, connection.msgtype))
-        self.rejected = rejected  # the import pass counts what does not decode
+        self.rejected, self.failures = rejected, failures  # the import pass counts what does not decode
         left_out = []
         for topic, scan in scans.items():
             problem = scan.problem()

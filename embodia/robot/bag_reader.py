@@ -9,13 +9,22 @@ the type store connection by connection instead: a connection whose definition d
 type nothing defines, or conflicts with another connection's definition is *unreadable* (with the
 reason), and the rest of the bag reads normally. ROS 2 bags (an ``.mcap`` file or a rosbag2 directory)
 and ROS 1 ``.bag`` files are read.
+
+Messages of uncompressed ROS 2 bags are read from their storage files by *topic name* (the ``mcap``
+package for ``.mcap`` files, SQLite for ``.db3``), not through ``rosbags``' connection ids: ``rosbags``
+numbers a directory's connections in the order of ``metadata.yaml``, which need not be the storage's
+own channel / topic ids (the rosbag2 project's own ``talker`` test bags: ``/topic`` is connection 1 in the
+metadata, channel 3 in the file), and then reads no message at all.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from embodia.robot.errors import BagError
 
@@ -117,7 +126,10 @@ class BagReader:
         """``(connection, log time ns, raw bytes)`` of these connections in log-time order."""
         if not connections:
             return iter(())
-        return self._reader.messages(connections=connections)
+        files = None if self.ros1 else storage_files(self.path)
+        if files is None:  # ROS 1, or compressed storage: rosbags decompresses it
+            return self._reader.messages(connections=connections)
+        return _messages_by_topic(files, {c.topic: c for c in connections})
 
     def deserialize(self, raw: bytes, connection: Any) -> Any:
         """The message object of one raw message of a readable connection."""
@@ -125,3 +137,46 @@ class BagReader:
         if self.ros1:
             return store.deserialize_ros1(raw, connection.msgtype)
         return store.deserialize_cdr(raw, connection.msgtype)
+
+
+def storage_files(path: Path) -> list[Path] | None:
+    """The uncompressed storage files of a ROS 2 bag (``.mcap`` / ``.db3``), in order; None if compressed."""
+    if path.is_file():
+        return [path] if path.suffix in (".mcap", ".db3") else None
+    try:
+        info = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return None
+    if info.get("compression_format") or info.get("compression_mode"):
+        return None
+    files = [path / name for name in info.get("relative_file_paths") or []]
+    if not files or any(f.suffix not in (".mcap", ".db3") or not f.is_file() for f in files):
+        return None
+    return files
+
+
+def _messages_by_topic(files: list[Path], by_topic: dict[str, Any]) -> Iterator[tuple[Any, int, bytes]]:
+    for file in files:
+        if file.suffix == ".mcap":
+            from mcap.reader import make_reader
+
+            with file.open("rb") as stream:
+                reader = make_reader(stream)
+                for _, channel, message in reader.iter_messages(topics=list(by_topic), log_time_order=True):
+                    yield by_topic[channel.topic], message.log_time, message.data
+        else:
+            db = sqlite3.connect(f"file:{file}?mode=ro", uri=True)
+            try:
+                marks = ",".join("?" for _ in by_topic)
+                rows = db.execute(
+                    "SELECT topics.name, messages.timestamp, messages.data FROM messages "
+                    f"JOIN topics ON messages.topic_id = topics.id WHERE topics.name IN ({marks}) "
+                    "ORDER BY messages.timestamp",
+                    list(by_topic),
+                )
+                for topic, stamp, data in rows:
+                    yield by_topic[topic], int(stamp), bytes(data)
+            except sqlite3.DatabaseError as error:
+                raise BagError(f"cannot read bag storage {str(file)!r}: {error}") from None
+            finally:
+                db.close()

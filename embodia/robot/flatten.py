@@ -39,12 +39,19 @@ _NUMBER_KINDS = "biuf"
 
 
 def message_fields(msg: Any) -> list[str] | None:
-    """Field names of a message in definition order (None: not a message)."""
+    """Field names of a message in definition order (None: not a message); constants are not fields.
+
+    ``rosbags`` message classes list a definition's constants (``Log.DEBUG`` ... ``FATAL``) as dataclass
+    fields too; ROS 2 requires constant names in upper case and field names in lower case (rosidl), so an
+    upper-case name is a constant: the same value in every message, never a data column.
+    """
     getter = getattr(msg, "get_fields_and_field_types", None)
     if getter is not None:
         return list(getter())
     if dataclasses.is_dataclass(msg) and not isinstance(msg, type):
-        return [f.name for f in dataclasses.fields(msg) if not f.name.startswith("__")]
+        return [
+            f.name for f in dataclasses.fields(msg) if not f.name.startswith("__") and not f.name.isupper()
+        ]
     return None
 
 

@@ -7,6 +7,7 @@ schemas as rosbag2 writes them) and one rosbag2 directory (rosbags' writer, sqli
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
@@ -351,3 +352,46 @@ def test_cli_warns_and_fails_in_one_line(robot_mcap, tmp_path, cli):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: topic {SERVICE_TOPIC} ({SERVICE_TYPE}) of bag")
+
+
+TALKER = Path(__file__).resolve().parent / "data" / "rosbag2_talker"  # bags the ROS 2 tools recorded
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_the_rosbag2_projects_own_talker_bags_import_their_messages(tmp_path, storage):
+    """rosbags numbers a directory's connections by metadata.yaml, not by the storage's ids, and read no
+    message of these bags: embodia reads the storage by topic name."""
+    result = import_mcap(TALKER / storage / "talker", tmp_path / "talker.zarr", topics=["/topic"])
+    assert (result["episodes"], result["steps"]) == (1, 10)
+    texts = decode_text(embodia.TrajectoryStore(tmp_path / "talker.zarr").episode(0)["topic"])
+    assert texts == [f"Hello, world! {i}" for i in range(10)]
+
+
+def test_message_constants_are_not_data_columns(tmp_path):
+    result = import_mcap(TALKER / "mcap" / "talker", tmp_path / "log.zarr", topics=["/topic", "/rosout"])
+    # Log: stamp (sec, nanosec), level, line are numbers; DEBUG ... FATAL are the definition's constants
+    assert result["fields"]["rosout"] == ["stamp.sec", "stamp.nanosec", "level", "line"]
+    rows = embodia.TrajectoryStore(tmp_path / "log.zarr").episode(0)["rosout"]
+    assert rows.shape == (10, 4) and set(rows[:, 2]) == {20.0}  # every line logged at INFO
+
+
+def test_an_import_that_reads_nothing_fails_and_names_the_topic_and_why(tmp_path, cli):
+    # the SQLite bag has no message definitions; its Log messages do not decode with Jazzy's definition
+    with pytest.raises(
+        BagError, match=r"nothing imported .* /rosout: 10 of 10 messages could not be read \(Serde"
+    ):
+        import_mcap(TALKER / "sqlite3" / "talker", tmp_path / "none.zarr", topics=["/topic", "/rosout"])
+    assert not (tmp_path / "none.zarr").exists()  # nothing of a failed import stays behind
+    result = cli(
+        "data",
+        "import-mcap",
+        str(TALKER / "sqlite3" / "talker"),
+        "--out",
+        str(tmp_path / "cli.zarr"),
+        "--topic",
+        "/topic",
+        "--topic",
+        "/rosout",
+    )
+    assert result.returncode == 2 and "imported 0 episodes" not in result.stdout
+    assert result.stderr.strip().splitlines()[-1].startswith("error: nothing imported from bag")
