@@ -39,6 +39,7 @@ from embodia.core.policy import Policy
 from embodia.data.recorder import EpisodeBuffer, EpisodeRecorder, EpisodeTransform
 from embodia.data.store import TrajectoryStore
 from embodia.runner.hooks import EpisodeHook, EpisodeStats, Step
+from embodia.runner.ray_reaper import start_reaper, stop_reaper
 
 #: a worker reruns a task whose process died this many times before the run fails
 MAX_RETRIES = 4
@@ -71,11 +72,13 @@ def ray_session(workers: int, address: str | None = None) -> Iterator[Any]:
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
     options: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+    reaper = None
     try:
-        if address:
+        if address:  # someone else's cluster: it outlives this command
             ray.init(address=address, **options)
-        else:
+        else:  # ours: its processes must not outlive this command, even a SIGKILLed one (ray_reaper.py)
             ray.init(num_cpus=workers, include_dashboard=False, **options)
+            reaper = start_reaper()
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise EmbodiaError(
             f"cannot connect to the Ray cluster at {address!r}: {error}; start one with `ray start --head` "
@@ -86,6 +89,7 @@ def ray_session(workers: int, address: str | None = None) -> Iterator[Any]:
             yield ray
     finally:
         ray.shutdown()
+        stop_reaper(reaper)
 
 
 # ---------------------------------------------------------------------- inside a worker

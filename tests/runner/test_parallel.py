@@ -19,6 +19,7 @@ import pytest
 import embodia
 from embodia.data.store import TrajectoryStore
 from embodia.runner.evaluate import evaluate_policy
+from embodia.runner.ray_reaper import descendants
 from tests.conftest import ROOT
 from tests.robot.robot_install import ROBOT_EMBODIA, robot_python
 
@@ -170,6 +171,37 @@ def test_a_multi_node_cluster_runs_an_evaluation(cluster):
         "expert", "embodia/Nav-PointNav-v0", episodes=6, seeds=[0], seed_stride=1, metrics=("spl",)
     )
     assert [e["length"] for e in report["episode_stats"]] == [e.length for e in serial.episode_stats]
+
+
+def test_a_killed_driver_leaves_the_cluster_it_was_given_running(cluster, tmp_path):
+    """--ray-address: the cluster is someone else's; no reaper watches it, a SIGKILLed driver leaves it up."""
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "embodia.cli", "run", "embodia/PointMaze-Medium-v0", "--policy", "expert",
+         "--episodes", "2000", "--ray-address", cluster["address"], "--quiet", "--record", str(tmp_path / "a.zarr")],
+        cwd=ROOT, env=cluster["env"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not (tmp_path / "a.zarr" / "meta").is_dir():
+            time.sleep(0.2)  # connected and running episodes
+        assert (tmp_path / "a.zarr" / "meta").is_dir()
+        assert not [p for p in descendants(driver.pid) if b"import reap;" in _cmdline(p)]
+    finally:
+        driver.kill()
+        driver.wait()
+    # the cluster still runs work
+    result = _embodia(
+        "run", "embodia/PointMaze-Medium-v0", "--policy", "expert", "--episodes", "2",
+        "--ray-address", cluster["address"], "--json", env=cluster["env"],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def test_workers_without_ray_installed_is_one_line():
