@@ -58,6 +58,11 @@ class StoreCorruptError(StoreError):
     """A store whose arrays, episode table and episode ends disagree, or whose chunks fail their checksums."""
 
 
+class StoreWriteError(StoreError):
+    """A store that cannot be written: its file system is full, read-only, or gone. What was committed
+    before is kept."""
+
+
 class EpisodeIndexError(StoreError, IndexError):
     """An episode index past the end of a store."""
 

@@ -142,8 +142,8 @@ class EpisodeRecorder(EpisodeBuffer):
         """Commit every finished episode that is still pending."""
         if self._pending:
             with held_interrupt():  # Ctrl-C waits until the write is done and the queue is empty
-                self.store.add_episodes(self._pending)
-                self._pending = []
+                pending, self._pending = self._pending, []  # a write the file system refused is not retried
+                self.store.add_episodes(pending)
         self._last_commit = time.monotonic()
 
     @property

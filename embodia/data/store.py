@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,9 +48,19 @@ from embodia.core.errors import (
 from embodia.data.store_arrays import (
     chunk_codecs,
     chunk_rows,
+    create_layout,
     ensure_capacity,
     episode_schema,
     write_concurrently,
+)
+from embodia.data.store_failures import (
+    check_same_folder,
+    folder_identity,
+    moved_away,
+    remove_created,
+    remove_strays,
+    remove_uncommitted_chunks,
+    write_failure,
 )
 from embodia.data.store_integrity import (
     PATH_PROBLEMS,
@@ -63,7 +74,6 @@ from embodia.data.store_integrity import (
 from embodia.data.writer_lock import WriterLock
 
 FORMAT_VERSION = 1
-_META_CHUNK = 1024
 _TABLE_COLUMNS = ("env_id", "env_kwargs", "seed", "length", "success", "return")
 
 
@@ -128,12 +138,18 @@ class TrajectoryStore:
         elif kind not in ("missing", "empty"):
             raise StoreError(f"{where!r} {PATH_PROBLEMS[kind]}")
         if mode != "r":
-            self._take_lock(create=kind != "store")
-            if kind != "store":
-                self._create()
-            elif mode == "w":
-                self._empty()
-                self._create()
+            try:
+                self._take_lock(create=kind != "store")
+                if kind != "store":
+                    self._create()
+                elif mode == "w":
+                    self._empty()
+                    self._create()
+            except OSError as error:  # a read-only or full file system: one line, nothing half-made kept
+                self.close()
+                if kind in ("missing", "empty"):
+                    remove_created(self.path, STORE_ENTRIES, remove_folder=kind == "missing")
+                raise write_failure(self.path, error, None) from None
         self._open()
 
     # ------------------------------------------------------------------ open / create
@@ -164,40 +180,16 @@ class TrajectoryStore:
                 entry.unlink()
 
     def _create(self) -> None:
-        root = zarr.open_group(str(self.path), mode="a", zarr_format=3)  # only our lock file is there
-        root.attrs.update(
+        create_layout(
+            self.path,
             {
                 "embodia_format": FORMAT_VERSION,
                 "embodia_version": _embodia_version(),
                 "created": _now(),
                 "updated": _now(),
                 "schema": {},
-            }
+            },
         )
-        root.create_group("data")
-        meta = root.create_group("meta")
-        meta.create_array(
-            "episode_ends",
-            shape=(0,),
-            dtype="int64",
-            chunks=(_META_CHUNK,),
-            fill_value=0,
-            compressors=chunk_codecs(),
-        )
-        episodes = meta.create_group("episodes")
-        for name, dtype in (("env_id", str), ("env_kwargs", str)):
-            episodes.create_array(
-                name, shape=(0,), dtype=dtype, chunks=(_META_CHUNK,), compressors=chunk_codecs()
-            )
-        for name, dtype in (
-            ("seed", "int64"),
-            ("length", "int64"),
-            ("success", "bool"),
-            ("return", "float64"),
-        ):
-            episodes.create_array(
-                name, shape=(0,), dtype=dtype, chunks=(_META_CHUNK,), compressors=chunk_codecs()
-            )
 
     def _open(self) -> None:
         try:
@@ -234,6 +226,7 @@ class TrajectoryStore:
         self._schema: dict[str, dict[str, Any]] = dict(attrs.get("schema", {}))
         self._refresh_ends()
         check_consistency(self.path, self._ends, self._schema, self._arrays, self._columns, self._read)
+        self._folder = folder_identity(self.path)
         if self.mode != "r":
             self._remove_partial_files()
 
@@ -485,12 +478,35 @@ class TrajectoryStore:
         infos = [dict(info) for _, info in episodes]
         if not self._schema:
             first = infos[0]
-            self._create_data_arrays(batch[0][1], first.get("initial_state"), first.get("final_state"))
+            try:
+                self._create_data_arrays(batch[0][1], first.get("initial_state"), first.get("final_state"))
+            except OSError as error:
+                raise write_failure(self.path, error, 0) from None
         for _, schema in batch:
             if schema != self._schema:
                 raise StoreSchemaError(schema_difference(self._schema, schema, self.path))
 
         n, start = self.num_episodes, self.num_steps
+        began = time.time()
+        try:
+            check_same_folder(self.path, self._folder)
+            indices = self._write_batch(batch, infos, n, start)
+            check_same_folder(self.path, self._folder)  # unmounted during the write: it went elsewhere
+            return indices
+        except OSError as error:  # full, read-only or gone: the committed episodes stay as they were
+            if moved_away(self.path, self._folder):
+                remove_strays(self.path, since=began)
+            else:
+                remove_uncommitted_chunks(self.path, self._arrays, self._columns, start, n)
+            raise write_failure(self.path, error, n) from None
+
+    def _write_batch(
+        self,
+        batch: list[tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]],
+        infos: list[dict[str, Any]],
+        n: int,
+        start: int,
+    ) -> list[int]:
         lengths = [len(next(iter(arrays.values()))) for arrays, _ in batch]
         ends = start + np.cumsum(lengths)
         total = int(ends[-1])
@@ -562,7 +578,11 @@ class TrajectoryStore:
     def touch(self) -> None:
         """Record the time of the last change in the store's attributes."""
         if self.mode != "r":
-            self._root.attrs["updated"] = _now()
+            try:
+                check_same_folder(self.path, self._folder)
+                self._root.attrs["updated"] = _now()
+            except OSError as error:
+                raise write_failure(self.path, error, self.num_episodes) from None
 
     def _create_data_arrays(
         self,

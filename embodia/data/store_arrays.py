@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,8 @@ from zarr.core.sync import sync as zarr_sync
 
 from embodia.core.errors import StoreSchemaError
 
+META_CHUNK = 1024
+"""rows per chunk of the episode table and of ``meta/episode_ends``"""
 TARGET_CHUNK_BYTES = 1 << 17  # ~128 KiB per chunk: appends rewrite at most a few small chunks
 INITIAL_CAPACITY = 1024
 RESERVED = {"action", "reward", "terminated", "truncated", "success", "sim_state"}
@@ -28,6 +31,32 @@ def chunk_codecs() -> tuple[Any, ...]:
     from zarr.codecs import Crc32cCodec, ZstdCodec
 
     return (ZstdCodec(level=0), Crc32cCodec())
+
+
+def create_layout(path: Path, attrs: Mapping[str, Any]) -> None:
+    """A new, empty store at ``path``: root attributes, ``data/``, ``meta/episode_ends`` and the episode table."""
+    root = zarr.open_group(str(path), mode="a", zarr_format=3)  # only the writer's lock file is there
+    root.attrs.update(dict(attrs))
+    root.create_group("data")
+    meta = root.create_group("meta")
+    meta.create_array(
+        "episode_ends",
+        shape=(0,),
+        dtype="int64",
+        chunks=(META_CHUNK,),
+        fill_value=0,
+        compressors=chunk_codecs(),
+    )
+    episodes = meta.create_group("episodes")
+    for name, dtype in (
+        ("env_id", str),
+        ("env_kwargs", str),
+        ("seed", "int64"),
+        ("length", "int64"),
+        ("success", "bool"),
+        ("return", "float64"),
+    ):
+        episodes.create_array(name, shape=(0,), dtype=dtype, chunks=(META_CHUNK,), compressors=chunk_codecs())
 
 
 def chunk_rows(row_shape: tuple[int, ...], dtype: np.dtype) -> int:
