@@ -5,10 +5,11 @@ the price of sequences, distributions and flow policies, and what each speed-up 
 float32 rows use the actor-only backward and fused Adam (same results up to float rounding); the bfloat16
 rows run the MLPs' matrix products in bfloat16 (mixed precision: results differ at bfloat16's precision).
 
-    python -m benchmarks.bench_deas_throughput [--quick]
+    python -m benchmarks.bench_deas_throughput [--quick] [--results PATH]
 
-Both learners update from the same in-memory windows (sampling included, so the ratio is what a
-training run sees), interleaved in one process, one torch thread (the training default).
+All learners update from the same in-memory windows (sampling included, so the ratio is what a training run
+sees), interleaved in one process, one torch thread (the training default). Writes
+``results/benchmarks/deas_throughput.json`` (``--quick``: under ``runs/quick-results/``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import argparse
 import numpy as np
 import torch
 
-from benchmarks._common import interleaved, markdown_table, save
+from benchmarks._common import interleaved, save_results
+from embodia.core.results import Column, Table
 from embodia.data.sampling import WindowSampler, to_torch
 from embodia.policies.deas import DEAS, DEASConfig
 from embodia.policies.fql import FQL, FQLConfig
@@ -37,60 +39,92 @@ def synthetic(steps: int, obs_dim: int = 28, action_dim: int = 5) -> tuple[dict[
     return arrays, np.arange(1000, steps + 1, 1000)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    updates, repeats, batch = (5, 2, 64) if args.quick else (50, 7, 256)
-    arrays, ends = synthetic(20_000)
-    normalizer = ObsNormalizer.fit(["state"], arrays)
+DEAS4 = "DEAS (H=4, distributional), float32: actor gradients only + fused Adam — the default"
+DEAS4_BF16 = "DEAS (H=4, distributional), bfloat16 matrix products"
+DEAS4_FQL = "DEAS (H=4, FQL extraction: flow BC + one-step policy, 10 Euler steps), float32"
+DEAS4_FQL_BF16 = "DEAS (H=4, FQL extraction), bfloat16 matrix products"
+#: bfloat16 row -> its float32 row (the "bfloat16 over its float32" column)
+FLOAT32_OF = {DEAS4_BF16: DEAS4, DEAS4_FQL_BF16: DEAS4_FQL}
+
+
+def learners(normalizer: ObsNormalizer) -> dict:
+    """The learners compared, by the name their row gets; the first is the baseline of every ratio."""
 
     class DEASBefore(DEAS):
         actor_gradients_only = False  # the full backward pass through the critic in the actor step
         fused_adam = False  # Adam's per-parameter loop
 
     bf16 = {"matmul_precision": "bfloat16"}
-    learners = {
-        "deas (H=4, distributional) — before": DEASBefore(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
-        "deas (H=4, distributional)": DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
-        "deas (H=4, distributional), bfloat16 matmuls": DEAS(
-            DEASConfig(horizon=4, **bf16), normalizer, 5, (-1.0, 0.0)
-        ),
-        "deas (H=8, distributional)": DEAS(DEASConfig(horizon=8), normalizer, 5, (-1.0, 0.0)),
-        "deas (H=4, FQL extraction)": DEAS(
-            DEASConfig(horizon=4, extraction="fql"), normalizer, 5, (-1.0, 0.0)
-        ),
-        "deas (H=4, FQL extraction), bfloat16 matmuls": DEAS(
-            DEASConfig(horizon=4, extraction="fql", **bf16), normalizer, 5, (-1.0, 0.0)
-        ),
-        "iql (H=1, scalar)": IQL(IQLConfig(), normalizer, 5),
-        "fql (H=1)": FQL(FQLConfig(), normalizer, 5, (-1.0, 0.0)),
-        "qc-fql (H=5)": FQL(FQLConfig(horizon=5), normalizer, 5, (-1.0, 0.0)),
+    return {
+        "DEAS (H=4, distributional) — before": DEASBefore(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
+        DEAS4: DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
+        DEAS4_BF16: DEAS(DEASConfig(horizon=4, **bf16), normalizer, 5, (-1.0, 0.0)),
+        "DEAS (H=8, distributional), float32": DEAS(DEASConfig(horizon=8), normalizer, 5, (-1.0, 0.0)),
+        DEAS4_FQL: DEAS(DEASConfig(horizon=4, extraction="fql"), normalizer, 5, (-1.0, 0.0)),
+        DEAS4_FQL_BF16: DEAS(DEASConfig(horizon=4, extraction="fql", **bf16), normalizer, 5, (-1.0, 0.0)),
+        "IQL (H=1, scalar), float32": IQL(IQLConfig(), normalizer, 5),
+        "FQL (H=1), float32": FQL(FQLConfig(), normalizer, 5, (-1.0, 0.0)),
+        "QC-FQL (H=5), float32": FQL(FQLConfig(horizon=5), normalizer, 5, (-1.0, 0.0)),
     }
-    windows = {name: type(learner).window_for(learner.config) for name, learner in learners.items()}
-    samplers = {name: WindowSampler(arrays, windows[name], episode_ends=ends, seed=0) for name in learners}
+
+
+def table(rates: dict[str, float], names: list[str], batch: int) -> Table:
+    """Steps/s per learner, the median paired ratio to the first, and bfloat16 over its float32 row."""
+    result = Table(
+        [
+            Column("learner", f"learner (batch {batch}, 3x256 MLPs)"),
+            Column("steps_per_second", "grad steps/s", ".1f"),
+            Column("ratio", "ratio to DEAS before", ".2f"),
+            Column("bfloat16_gain", "bfloat16 over its float32", ".2f"),
+        ]
+    )
+    base = names[0]
+    for name in names:
+        float32 = FLOAT32_OF.get(name)
+        result.add(
+            learner=name,
+            steps_per_second=rates[name],
+            ratio=1.0 if name == base else rates[f"{name}/{base}"],
+            bfloat16_gain=rates[name] / rates[float32] if float32 else None,
+        )
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/deas_throughput.json)"
+    )
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    updates, repeats, batch = (5, 2, 64) if args.quick else (50, 7, 256)
+    arrays, ends = synthetic(20_000)
+    compared = learners(ObsNormalizer.fit(["state"], arrays))
+    windows = {name: type(learner).window_for(learner.config) for name, learner in compared.items()}
+    samplers = {name: WindowSampler(arrays, windows[name], episode_ends=ends, seed=0) for name in compared}
 
     def runner(name: str):
         def run() -> float:
             for _ in range(updates):
-                learners[name].update(to_torch(samplers[name].sample(batch)))
+                compared[name].update(to_torch(samplers[name].sample(batch)))
             return updates
 
         return run
 
-    rates = interleaved({name: runner(name) for name in learners}, repeats)
-    base = next(iter(learners))
-    rows = [
-        [name, f"{rates[name]:.1f}", "1.00" if name == base else f"{rates[f'{name}/{base}']:.2f}"]
-        for name in learners
-    ]
-    print(
-        markdown_table([f"learner (batch {batch}, 3x256 MLPs)", "grad steps/s", "ratio to DEAS before"], rows)
+    rates = interleaved({name: runner(name) for name in compared}, repeats)
+    learners_table = table(rates, list(compared), batch)
+    print(learners_table.markdown())
+    save_results(
+        "deas_throughput",
+        {"learners": learners_table},
+        quick=args.quick,
+        path=args.results,
+        data={"rates": rates, "batch": batch, "updates": updates, "repeats": repeats},
+        title="Gradient steps/s of DEAS and its baselines (one process, one torch thread)",
     )
-    if not args.quick:
-        save("deas_throughput", {"rates": rates, "batch": batch})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Kitchen env speed: steps/s without cameras (baseline) vs with camera observations, in one process.
 
-    python -m benchmarks.bench_kitchen [--quick]
+    python -m benchmarks.bench_kitchen [--quick] [--results PATH]
 
 Every variant is the same task, kitchen (seed) and start state, stepped with the same actions:
 
@@ -14,7 +14,8 @@ For scale, robosuite's own ``Lift`` task (same Panda, mount and OSC controller, 
 robosuite's observables) is stepped with the same actions in the same interleaved loop.
 
 Runs are interleaved (``benchmarks._common.interleaved``) and ratios are medians of paired runs. Also
-reports a reset (a new kitchen: layout, model build, robosuite hard reset) in milliseconds.
+reports a reset (a new kitchen: layout, model build, robosuite hard reset) in milliseconds. Writes
+``results/benchmarks/kitchen.json`` (tables ``steps`` and ``reset``; ``--quick``: under ``runs/quick-results/``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import time
 import numpy as np
 
 import embodia
-from benchmarks._common import interleaved, markdown_table, save
+from benchmarks._common import interleaved, save_results
+from embodia.core.results import Column, Table
 
 TASK = "embodia/Kitchen-OpenDrawer-v0"
 CAMERAS = ("agentview", "eye_in_hand")
@@ -79,11 +81,14 @@ def reset_ms(env, seeds: int) -> float:
     return 1000 * statistics.median(times)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--size", type=int, default=128, help="camera image width and height")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/kitchen.json)"
+    )
+    args = parser.parse_args(argv)
     steps, repeats = (10, 2) if args.quick else (60, 7)
     variants = {
         "state": {},
@@ -115,36 +120,38 @@ def main() -> None:
     for env in envs.values():
         env.close()
 
-    rows = [["state observations (baseline)", f"{rates['state']:.1f}", "1.000"]]
-    for name in list(variants)[1:]:
-        rows.append(
-            [
-                f"+ 2 cameras {args.size}x{args.size}" + name.removeprefix("cameras"),
-                f"{rates[name]:.1f}",
-                f"{rates[f'{name}/state']:.3f}",
-            ]
-        )
-    rows.append(
+    cameras = f"+ 2 cameras {args.size}x{args.size}"
+    labels = {
+        "state": "state observations (baseline)",
+        "cameras": f"{cameras} (defaults: no shadows, robot drawn from its collision meshes)",
+        "cameras, detailed robot": f"{cameras}, detailed robot meshes",
+        "cameras, shadows": f"{cameras}, 1024 shadow map",
+        "robosuite Lift": "robosuite's stock Lift task (same robot and controller, for scale)",
+    }
+    table = Table(
         [
-            "robosuite's stock Lift task (same robot and controller)",
-            f"{rates['robosuite Lift']:.1f}",
-            f"{rates['robosuite Lift/state']:.3f}",
+            Column("observations", "observations (Kitchen-OpenDrawer)"),
+            Column("steps_per_second", "steps/s", ".1f"),
+            Column("ratio", "ratio to state-only", ".3f"),
         ]
     )
-    print(f"{TASK}, {steps} steps x {repeats} interleaved repeats; reset (new kitchen) {resets:.0f} ms\n")
-    print(markdown_table(["observations", "steps/s", "ratio to state-only"], rows))
-    if not args.quick:
-        save(
-            "kitchen",
-            {
-                "task": TASK,
-                "size": args.size,
-                "steps": steps,
-                "repeats": repeats,
-                "rates": rates,
-                "reset_ms": resets,
-            },
-        )
+    for name, label in labels.items():
+        ratio = 1.0 if name == "state" else rates[f"{name}/state"]
+        table.add(observations=label, steps_per_second=rates[name], ratio=ratio)
+    reset = Table([Column("what", "what"), Column("median_ms", "median time (ms)", ".0f")])
+    reset.add(what="reset: a new kitchen (layout, MJCF, compile, robosuite hard reset)", median_ms=resets)
+    print(f"{TASK}, {steps} steps x {repeats} interleaved repeats\n")
+    print(table.markdown())
+    print()
+    print(reset.markdown())
+    save_results(
+        "kitchen",
+        {"steps": table, "reset": reset},
+        quick=args.quick,
+        path=args.results,
+        data={"task": TASK, "size": args.size, "steps": steps, "repeats": repeats, "rates": rates},
+        title="Kitchen environment speed: camera observations against state-only stepping",
+    )
 
 
 if __name__ == "__main__":

@@ -22,14 +22,14 @@ grads (3 x N x 64 floats: 12 MiB at 16k). It is what the process took from the m
 included; a pass shorter than a few ms can be missed and sizes under ~1 MiB are noise. Linux only.
 
 ``--quick`` runs 1k and 2k only (two repeats). ``--max-backward-tokens`` skips the forward + backward
-measurement above that length (reported as null / "-"), default: no cap. Raw numbers go to
-``benchmarks/results/laplacian_attention.json``.
+measurement above that length (reported as null / "—"), default: no cap. Writes
+``results/benchmarks/laplacian_attention.json`` (tables ``forward`` and ``backward``, the raw numbers in
+``data``; ``--quick``: under ``runs/quick-results/``; ``--results PATH`` elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -40,7 +40,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from benchmarks._common import markdown_table, save
+from benchmarks._common import save_results
+from embodia.core.results import Column, Table
 from embodia.nn.laplacian_attention import laplacian_attention
 
 DIM, LANDMARKS, ITERATIONS = 64, 64, 6
@@ -141,29 +142,51 @@ def peak_memory_mib(method: str, n: int, mode: str = "forward") -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, repeats: int, mode: str) -> tuple[dict, list[str]]:
-    """Timing and memory of both methods at ``n`` tokens in ``mode``: the JSON record and a table row."""
+def measure(n: int, repeats: int, mode: str) -> dict:
+    """Timing and memory of both methods at ``n`` tokens in ``mode``: seconds, ratio and MiB."""
     timing = time_pair(n, repeats, mode)
     memory = {m: peak_memory_mib(m, n, mode) for m in ("sdpa", "laplacian")}
-    ratio = memory["sdpa"] / memory["laplacian"] if memory["laplacian"] > 0.5 else None
-    record = {**timing, "sdpa_mib": memory["sdpa"], "laplacian_mib": memory["laplacian"]}
-    row = [
-        str(n),
-        f"{timing['sdpa_s'] * 1e3:.1f}",
-        f"{timing['laplacian_s'] * 1e3:.1f}",
-        f"{timing['speedup']:.2f}x",
-        f"{memory['sdpa']:.1f}",
-        f"{memory['laplacian']:.1f}",
-        "-" if ratio is None else f"{ratio:.1f}x",
-    ]
-    return record, row
+    return {**timing, "sdpa_mib": memory["sdpa"], "laplacian_mib": memory["laplacian"]}
+
+
+def table() -> Table:
+    return Table(
+        [
+            Column("tokens", "tokens"),
+            Column("sdpa_ms", "SDPA ms", ".1f"),
+            Column("laplacian_ms", "Laplacian ms", ".1f"),
+            Column("speed_ratio", "speed ratio (SDPA / Laplacian, ×)", ".2f"),
+            Column("sdpa_mib", "SDPA MiB", ".1f"),
+            Column("laplacian_mib", "Laplacian MiB", ".1f"),
+            Column("memory_ratio", "memory ratio (SDPA / Laplacian, ×)", ".1f"),
+        ]
+    )
+
+
+def add_row(tab: Table, n: int, record: dict | None) -> None:
+    """One row; a skipped measurement (``record`` None) is a row of nulls; the memory ratio is null
+    where the Laplacian pass grew RSS by under 0.5 MiB (noise)."""
+    if record is None:
+        tab.add(tokens=n, **dict.fromkeys([c.key for c in tab.columns[1:]]))
+        return
+    tab.add(
+        tokens=n,
+        sdpa_ms=record["sdpa_s"] * 1e3,
+        laplacian_ms=record["laplacian_s"] * 1e3,
+        speed_ratio=record["speedup"],
+        sdpa_mib=record["sdpa_mib"],
+        laplacian_mib=record["laplacian_mib"],
+        memory_ratio=record["sdpa_mib"] / record["laplacian_mib"] if record["laplacian_mib"] > 0.5 else None,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1k and 2k tokens only")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default=None, help="results JSON (default benchmarks/results/...)")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/laplacian_attention.json)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (both methods)")
     parser.add_argument(
         "--max-backward-tokens", type=int, default=None, help="skip forward + backward above this length"
@@ -172,24 +195,20 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     tokens = QUICK_TOKENS if args.quick else TOKENS
     repeats = 2 if args.quick else args.repeats
-    rows: dict[str, list[list[str]]] = {mode: [] for mode in MODES}
+    tables = {mode: table() for mode in MODES}
     results = []
     for n in tokens:
-        forward, row = measure(n, repeats, "forward")
-        rows["forward"].append(row)
+        forward = measure(n, repeats, "forward")
+        add_row(tables["forward"], n, forward)
+        backward = None
         if args.max_backward_tokens is None or n <= args.max_backward_tokens:
-            backward, row = measure(n, repeats, "backward")
-            rows["backward"].append(row)
-        else:
-            backward = None
-            rows["backward"].append([str(n), *["-"] * 6])
+            backward = measure(n, repeats, "backward")
+        add_row(tables["backward"], n, backward)
         results.append({"tokens": n, **forward, "backward": backward})
         print(f"{n} tokens done", file=sys.stderr)
-    header = ["tokens", "SDPA ms", "Laplacian ms", "speed ratio", "SDPA MiB", "Laplacian MiB", "memory ratio"]
-    tables = {mode: markdown_table(header, rows[mode]) for mode in MODES}
-    print("Forward (no grad):\n" + tables["forward"])
-    print("\nForward + backward (out.sum().backward()):\n" + tables["backward"])
-    payload = {
+    print("Forward (no grad):\n" + tables["forward"].markdown())
+    print("\nForward + backward (out.sum().backward()):\n" + tables["backward"].markdown())
+    data = {
         "dim": DIM,
         "heads": 1,
         "batch": 1,
@@ -199,17 +218,19 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": repeats,
         "torch": torch.__version__,
         "loadavg": os.getloadavg(),
-        "memory_method": "peak RSS growth of one forward pass in a fresh subprocess (statm sampled every 0.5 ms)",
+        "memory_method": "peak RSS growth of one pass in a fresh subprocess (statm sampled every 0.5 ms)",
         "backward_method": "results[i].backward: the same for forward + out.sum().backward() with q, k, v "
         "requiring grad (input grads included); null where skipped by --max-backward-tokens",
-        "tables": tables,
         "results": results,
     }
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(payload, fh, indent=2)
-    else:
-        print(save("laplacian_attention", payload), file=sys.stderr)
+    save_results(
+        "laplacian_attention",
+        tables,
+        quick=args.quick,
+        path=args.results,
+        data=data,
+        title="LaplacianFormer attention against torch's SDPA: time and peak memory, 1k-16k tokens",
+    )
     return 0
 
 

@@ -1,6 +1,6 @@
 """Navigation speed: env steps with and without RGB-D rendering, geodesic queries, scene generation.
 
-    python -m benchmarks.bench_nav [--quick]
+    python -m benchmarks.bench_nav [--quick] [--results PATH]
 
 1. **Env steps/s**, PointNav, the same seeded random actions (forward-heavy, resets included) with
    ``sensors="rgbd"`` at 128x128 (two renders per step) vs ``sensors="none"`` (no rendering);
@@ -11,6 +11,9 @@
    single-source run per query). The table also gives how much longer the grid's paths are.
 3. **Scene generation**: seconds per scene for the procedural floor plan + furniture, the MuJoCo
    compile, and the navigation mesh (grid, islands, visibility graph), median over seeds.
+
+Writes ``results/benchmarks/nav.json`` (tables ``steps``, ``geodesic``, ``generation``; ``--quick``: under
+``runs/quick-results/``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 
 import embodia
-from benchmarks._common import interleaved, markdown_table, save
+from benchmarks._common import interleaved, save_results
+from embodia.core.results import Column, Table
 from embodia.envs.habitat.mjcf import scene_to_mjcf
 from embodia.envs.habitat.mujoco_backend import MuJoCoBackend
 from embodia.envs.habitat.pathfinder import NavMeshSettings, PathFinder
@@ -162,52 +166,76 @@ def bench_generation(seeds: int) -> dict:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--results", default=None, help="results file (default: results/benchmarks/nav.json)")
+    args = parser.parse_args(argv)
     steps = bench_steps(60 if args.quick else 400, 2 if args.quick else 7)
     geodesic = bench_geodesic(20 if args.quick else 200, 2 if args.quick else 5)
     generation = bench_generation(2 if args.quick else 10)
 
-    print(
-        markdown_table(
-            ["PointNav env step", "steps/s", "ratio to no rendering"],
-            [
-                ["no rendering (sensors=none)", f"{steps['none']:.0f}", "1"],
-                ["RGB-D 128x128", f"{steps['rgbd']:.0f}", f"{steps['rgbd/none']:.3f}"],
-            ],
+    step_table = Table(
+        [
+            Column("observations", "PointNav observations"),
+            Column("steps_per_second", "env steps/s", ",.0f"),
+            Column("ratio", "ratio to no rendering", ".3f"),
+        ]
+    )
+    step_table.add(observations='no rendering (`sensors="none"`)', steps_per_second=steps["none"], ratio=1.0)
+    step_table.add(observations="RGB-D 128×128", steps_per_second=steps["rgbd"], ratio=steps["rgbd/none"])
+
+    geodesic_table = Table(
+        [
+            Column("planner", "geodesic query (apartment_0)"),
+            Column("queries_per_second", "queries/s", ",.0f"),
+            Column("ratio", "ratio to grid Dijkstra", ".2f"),
+            Column("excess_mean", "path longer than the exact one, mean", ".1%"),
+            Column("excess_max", "path longer, max", ".1%"),
+        ]
+    )
+    geodesic_table.add(
+        planner="grid Dijkstra, 8-connected (scipy; baseline)",
+        queries_per_second=geodesic["grid_dijkstra"],
+        ratio=1.0,
+        excess_mean=geodesic["grid_excess_mean"],
+        excess_max=geodesic["grid_excess_max"],
+    )
+    for key, label in (
+        ("ours_fresh_pairs", "embodia, exact any-angle: fresh start/goal pairs"),
+        ("ours_fixed_goal", "embodia, exact any-angle: fixed goal (as per env step)"),
+    ):
+        geodesic_table.add(
+            planner=label,
+            queries_per_second=geodesic[key],
+            ratio=geodesic[f"{key}/grid_dijkstra"],
+            excess_mean=0.0,
+            excess_max=0.0,
         )
-    )
-    print()
-    print(
-        markdown_table(
-            ["geodesic query (apartment_0)", "queries/s", "ratio to grid Dijkstra"],
-            [
-                ["grid Dijkstra, 8-connected (scipy, baseline)", f"{geodesic['grid_dijkstra']:.0f}", "1"],
-                [
-                    "embodia, fresh start/goal pairs",
-                    f"{geodesic['ours_fresh_pairs']:.0f}",
-                    f"{geodesic['ours_fresh_pairs/grid_dijkstra']:.2f}",
-                ],
-                [
-                    "embodia, fixed goal (per env step)",
-                    f"{geodesic['ours_fixed_goal']:.0f}",
-                    f"{geodesic['ours_fixed_goal/grid_dijkstra']:.2f}",
-                ],
-            ],
-        )
-    )
-    print(
-        f"\ngrid Dijkstra paths are longer than embodia's any-angle paths by {100 * geodesic['grid_excess_mean']:.1f} % "
-        f"on average (max {100 * geodesic['grid_excess_max']:.1f} %)\n"
-    )
+
     total = sum(generation.values())
-    rows = [[name, f"{1000 * value:.0f} ms"] for name, value in generation.items()]
-    rows.append(["total per scene", f"{1000 * total:.0f} ms ({1 / total:.1f} scenes/s)"])
-    print(markdown_table(["scene generation stage (median)", "time"], rows))
-    if not args.quick:
-        save("nav", {"steps": steps, "geodesic": geodesic, "generation_seconds": generation})
+    generation_table = Table(
+        [
+            Column("stage", "scene generation stage"),
+            Column("ms", "median time (ms)", ".0f"),
+            Column("scenes_per_second", "scenes/s", ".1f"),
+        ]
+    )
+    for stage, seconds in generation.items():
+        generation_table.add(stage=stage, ms=1000 * seconds, scenes_per_second=None)
+    generation_table.add(stage="total per scene", ms=1000 * total, scenes_per_second=1 / total)
+
+    tables = {"steps": step_table, "geodesic": geodesic_table, "generation": generation_table}
+    for table in tables.values():
+        print(table.markdown() + "\n")
+    save_results(
+        "nav",
+        tables,
+        quick=args.quick,
+        path=args.results,
+        data={"steps": steps, "geodesic": geodesic, "generation_seconds": generation},
+        title="Navigation speed: rendering, geodesic queries, scene generation",
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Scaling out on Ray: episodes/s with 1 and 2 workers, through a multi-node cluster, Ray's overhead per
 episode, and what the single writer sustains.
 
-    python -m benchmarks.bench_parallel [--quick]
+    python -m benchmarks.bench_parallel [--quick] [--results PATH]
 
 - speed-up: `rollout(..., record=store)` of CubeSingle (expert) and Kitchen-OpenDrawer (expert), serially
   (no Ray) and with 2 local Ray workers (the Ray start is outside the clock: a session is opened first),
@@ -15,7 +15,8 @@ episode, and what the single writer sustains.
 - writer: how many finished episodes per second the driver commits (the bound of a cluster of any size), for
   a state-only CubeSingle episode of 200 steps and a 64x64 RGB episode of 200 steps.
 
-Raw numbers go to benchmarks/results/parallel.json.
+Writes ``results/benchmarks/parallel.json`` (``--quick``: under ``runs/quick-results/``), the raw numbers in
+its ``data``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 import embodia
-from benchmarks._common import markdown_table, save
+from benchmarks._common import save_results
+from embodia.core.results import Column, Table
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.runner.parallel import ray_session, run_parallel
@@ -60,9 +62,15 @@ def episodes_per_second(
     return episodes / seconds
 
 
+#: the writer benchmark's episodes: steps, and bytes per row (state 28 + action 5 float32, reward float32,
+#: three flags; RGB adds a 64x64x3 uint8 frame)
+WRITER_STEPS = 200
+WRITER_ROW_BYTES = {"state": 28 * 4 + 5 * 4 + 4 + 3, "rgb64": 28 * 4 + 5 * 4 + 4 + 3 + 64 * 64 * 3}
+
+
 def writer_rate(rgb: bool, seconds: float, tmp: Path) -> float:
     rng = np.random.default_rng(0)
-    steps = 200
+    steps = WRITER_STEPS
     data = {
         "state": rng.normal(size=(steps, 28)).astype(np.float32),
         "action": rng.uniform(-1, 1, size=(steps, 5)).astype(np.float32),
@@ -116,16 +124,87 @@ def start_cluster(env: dict[str, str]) -> str:
     return f"127.0.0.1:{PORT}"
 
 
+def tables(raw: dict) -> dict[str, Table]:
+    """The tables the documentation shows, from the raw numbers: speed-ups, Ray's overhead, the writer."""
+    speedup = Table(
+        [
+            Column("env", "environment (expert)"),
+            Column("episodes", "episodes"),
+            Column("serial", "serial ep/s, env made on the clock", ".2f"),
+            Column("serial_env_built", "serial ep/s, env made before", ".2f"),
+            Column("ray_2_workers_cold", "Ray, 2 workers, started on the clock: ep/s", ".2f"),
+            Column("cold_speedup", "vs serial (on the clock)", ".2f"),
+            Column("ray_2_workers", "Ray, 2 workers, running: ep/s", ".2f"),
+            Column("speedup", "vs serial (env made before)", ".2f"),
+            Column("cluster_3_nodes", "Ray cluster (head + 2 nodes), running: ep/s", ".2f"),
+            Column("cluster_speedup", "vs serial (env made before)", ".2f"),
+        ]
+    )
+    for e in raw["speedup"]:
+        speedup.add(
+            env=e["env_id"].removeprefix("embodia/").removesuffix("-v0"),
+            episodes=e["episodes"],
+            serial=e["serial"],
+            serial_env_built=e["serial_env_built"],
+            ray_2_workers_cold=e["ray_2_workers_cold"],
+            cold_speedup=e["ray_2_workers_cold"] / e["serial"],
+            ray_2_workers=e["ray_2_workers"],
+            speedup=e["ray_2_workers"] / e["serial_env_built"],
+            cluster_3_nodes=e["cluster_3_nodes"],
+            cluster_speedup=e["cluster_3_nodes"] / e["serial_env_built"],
+        )
+    o = raw["overhead"]
+    task_ms = (o["one_step_episode_seconds_ray"] - o["one_step_episode_seconds_serial"]) * 1e3
+    overhead = Table(
+        [
+            Column("episode", "episodes"),
+            Column("serial_s", "serial, s per episode", ".3f"),
+            Column("ray_s", "Ray, one worker on one CPU, s per episode", ".3f"),
+            Column("overhead", "Ray's overhead (median of paired runs)", "+.1%"),
+            Column("task_ms", "Ray's fixed cost per episode task, ms", ".1f"),
+            Column("task_share", "that cost, share of a serial episode", ".1%"),
+        ]
+    )
+    overhead.add(
+        episode="Kitchen-OpenDrawer, expert",
+        serial_s=o["episode_seconds_serial"],
+        ray_s=o["episode_seconds_ray_1_cpu"],
+        overhead=o["median_ratio"] - 1,
+        task_ms=task_ms,
+        task_share=task_ms / 1e3 / o["episode_seconds_serial"],
+    )
+    writer = Table(
+        [
+            Column("episode", "episode (200 steps)"),
+            Column("episodes_per_s", "episodes/s", ".0f"),
+            Column("steps_per_s", "steps/s", ",.0f"),
+            Column("mb_per_s", "MB/s of rows", ",.1f"),
+        ]
+    )
+    for key, label in [("state", "state only (CubeSingle-sized)"), ("rgb64", "64x64 RGB")]:
+        rate = raw["writer"][key]
+        writer.add(
+            episode=label,
+            episodes_per_s=rate,
+            steps_per_s=rate * WRITER_STEPS,
+            mb_per_s=rate * WRITER_STEPS * WRITER_ROW_BYTES[key] / 1e6,
+        )
+    return {"speedup": speedup, "overhead": overhead, "writer": writer}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/parallel.json)"
+    )
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="bench-parallel-"))
     cases = [
         ("embodia/CubeSingle-v0", 6 if args.quick else 40),
         ("embodia/Kitchen-OpenDrawer-v0", 2 if args.quick else 12),
     ]
-    rows, raw = [], {"speedup": [], "overhead": {}, "writer": {}}
+    raw = {"speedup": [], "overhead": {}, "writer": {}}
     try:
         for env_id, episodes in cases:
             serial = episodes_per_second(env_id, episodes, 1, None, tmp)  # the env is made on the clock
@@ -154,17 +233,6 @@ def main(argv: list[str] | None = None) -> int:
                     )
         finally:
             subprocess.run([str(RAY), "stop", "--force"], capture_output=True)
-        for entry in raw["speedup"]:
-            rows.append(
-                [
-                    entry["env_id"],
-                    str(entry["episodes"]),
-                    f"{entry['serial']:.2f} / {entry['serial_env_built']:.2f}",
-                    f"{entry['ray_2_workers_cold']:.2f} ({entry['ray_2_workers_cold'] / entry['serial']:.2f}x)",
-                    f"{entry['ray_2_workers']:.2f} ({entry['ray_2_workers'] / entry['serial_env_built']:.2f}x)",
-                    f"{entry['cluster_3_nodes']:.2f} ({entry['cluster_3_nodes'] / entry['serial_env_built']:.2f}x)",
-                ]
-            )
         # overhead: one worker, ~1 s episodes (Kitchen-OpenDrawer's expert), both on a built environment;
         # serial and Ray in turns, the median of the per-repeat ratios (drift and episode noise cancel)
         n, repeats = (3, 1) if args.quick else (12, 3)
@@ -211,32 +279,16 @@ def main(argv: list[str] | None = None) -> int:
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if not args.quick:
-        save("parallel", raw)
-    print(
-        markdown_table(
-            [
-                "env",
-                "episodes",
-                "serial ep/s (env made on the clock / before)",
-                "Ray, 2 local workers, started on the clock",
-                "Ray, 2 local workers, running",
-                "Ray cluster (head + 2 nodes), running",
-            ],
-            rows,
-        )
-    )
-    o = raw["overhead"]
-    print(
-        f"\nRay overhead with one CPU: {o['episode_seconds_ray_1_cpu']:.3f} s per ~1 s episode against "
-        f"{o['episode_seconds_serial']:.3f} s serially ({(o['median_ratio'] - 1) * 100:+.1f} %, median of paired runs)"
-    )
-    print(
-        f"Ray's fixed cost per episode task: {(o['one_step_episode_seconds_ray'] - o['one_step_episode_seconds_serial']) * 1e3:.2f} ms "
-        f"(one-step episodes: {o['one_step_episode_seconds_ray'] * 1e3:.2f} ms on Ray, {o['one_step_episode_seconds_serial'] * 1e3:.2f} ms serially)"
-    )
-    print(
-        f"single writer: {raw['writer']['state']:.0f} episodes/s (state, 200 steps), {raw['writer']['rgb64']:.0f} episodes/s (64x64 RGB, 200 steps)"
+    results = tables(raw)
+    for table in results.values():
+        print(table.markdown(), end="\n\n")
+    save_results(
+        "parallel",
+        results,
+        quick=args.quick,
+        path=args.results,
+        data=raw,
+        title="Scaling out on Ray: speed-up, Ray's overhead per episode, the single writer",
     )
     return 0
 

@@ -5,7 +5,8 @@
 Uses the LM + filter saved by ``scripts/learn2pd_experiment.py --save`` when the folder exists, otherwise
 trains a small one here (``shuffle`` task). Every strategy decodes the same held-out prompts as one batch,
 ``repeats`` times interleaved (one torch thread); ratios are medians of per-repeat ratios to ``one``.
-Writes ``benchmarks/results/parallel_decoding.json``.
+Writes ``results/benchmarks/parallel_decoding.json`` (table ``strategies``; ``--quick``: a 40-step model
+trained here, written under ``runs/quick-results/``; ``--results PATH`` elsewhere).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from pathlib import Path
 
 import torch
 
-from benchmarks._common import interleaved, markdown_table, save
+from benchmarks._common import interleaved, save_results
 from embodia.agents.methods.learn2pd.decode import parallel_decode
 from embodia.agents.methods.learn2pd.pipeline import build, load
 from embodia.agents.methods.learn2pd.tasks import check, make_batch
+from embodia.core.results import Column, Table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="runs/agents/learn2pd_model")
     parser.add_argument("--tau", type=float, default=0.9)
     parser.add_argument("--rho", type=float, default=0.9)
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/parallel_decoding.json)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if Path(args.model, "filter.safetensors").exists() and not args.quick:
@@ -44,8 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     configs = {
         "one": {},
         f"threshold {args.tau}": {"strategy": "threshold", "threshold": args.tau},
-        "filter": {"strategy": "filter", "accept_filter": f, "filter_threshold": args.rho},
-        "filter+eotp": {"strategy": "filter+eotp", "accept_filter": f, "filter_threshold": args.rho},
+        f"filter (rho {args.rho})": {"strategy": "filter", "accept_filter": f, "filter_threshold": args.rho},
+        f"filter+eotp (rho {args.rho})": {
+            "strategy": "filter+eotp",
+            "accept_filter": f,
+            "filter_threshold": args.rho,
+        },
     }
     stats = {}
 
@@ -61,35 +70,36 @@ def main(argv: list[str] | None = None) -> int:
         return run
 
     rates = interleaved({name: runner(name, kw) for name, kw in configs.items()}, repeats)
-    rows, payload = [], {"model": source, "task": task, "prompts": n, "repeats": repeats, "strategies": {}}
+    table = Table(
+        [
+            Column("strategy", "strategy"),
+            Column("accuracy", "accuracy", ".1%"),
+            Column("passes", "forward passes", ".2f"),
+            Column("pass_speedup", "passes ratio (×)", ".2f"),
+            Column("ms_per_answer", "ms / answer", ".3f"),
+            Column("wallclock_speedup", "wall-clock ratio (×)", ".2f"),
+        ]
+    )
+    payload = {"model": source, "task": task, "prompts": n, "repeats": repeats, "strategies": {}}
     for name in configs:
-        ratio = 1.0 if name == "one" else rates[f"{name}/one"]
         s = stats[name] | {
             "answers_per_s": rates[name],
             "ms_per_answer": 1000 / rates[name],
-            "wallclock_speedup": ratio,
+            "wallclock_speedup": 1.0 if name == "one" else rates[f"{name}/one"],
             "pass_speedup": stats["one"]["passes"] / stats[name]["passes"],
         }
         payload["strategies"][name] = s
-        rows.append(
-            [
-                name,
-                f"{s['accuracy']:.1%}",
-                f"{s['passes']:.2f}",
-                f"{s['pass_speedup']:.2f}x",
-                f"{s['ms_per_answer']:.3f}",
-                f"{ratio:.2f}x",
-            ]
-        )
+        table.add(strategy=name, **{c.key: s[c.key] for c in table.columns[1:]})
     print(f"model: {source}; task {task}; {n} prompts decoded as one batch; {repeats} repeats")
-    print(
-        markdown_table(
-            ["strategy", "accuracy", "forward passes", "passes ratio", "ms / answer", "wall-clock ratio"],
-            rows,
-        )
+    print(table.markdown())
+    save_results(
+        "parallel_decoding",
+        {"strategies": table},
+        quick=args.quick,
+        path=args.results,
+        data=payload,
+        title="Learn2PD decoding: forward passes and wall-clock per strategy against one token per pass",
     )
-    if not args.quick:
-        print(f"wrote {save('parallel_decoding', payload)}")
     return 0
 
 

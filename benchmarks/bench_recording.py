@@ -1,24 +1,28 @@
 """Recording overhead: rollout steps/s with recording to a zarr store vs without (same env, same actions).
 
-    python -m benchmarks.bench_recording [--quick]
+    python -m benchmarks.bench_recording [--quick] [--results PATH]
 
 All variants run the same fixed action sequences through ``embodia.runner.run_episode`` in one
 process, interleaved; ratios are with / without. Two commit policies are measured: the default
 (finished episodes committed in batches at most ``commit_every`` seconds apart) and one commit per
 episode (``commit_every=0``). Acceptance: overhead <= 10 % for state observations (default policy).
+Writes ``results/benchmarks/recording.json`` (``--quick``: under ``runs/quick-results/``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 import embodia
-from benchmarks._common import interleaved, markdown_table, save
+from benchmarks._common import interleaved, save_results
+from embodia.core.results import Column, Table
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.runner import RecordingHook, run_episode
@@ -85,32 +89,57 @@ def measure(env_id: str, episodes: int, steps: int, repeats: int) -> dict:
     }
 
 
-def main() -> None:
+def recording_table(results: list[dict]) -> Table:
+    """The table the documentation shows, from the raw numbers of :func:`measure`."""
+    commit_every = results[0]["commit_every"]
+    table = Table(
+        [
+            Column("env", "environment"),
+            Column("without", "not recording, steps/s", ",.0f"),
+            Column("batched", f"recording (commits <= {commit_every:g} s apart), steps/s", ",.0f"),
+            Column("ratio", "ratio", ".3f"),
+            Column("overhead", "overhead", ".1%"),
+            Column("per_episode", "one commit per episode (`commit_every=0`), steps/s", ",.0f"),
+            Column("ratio_per_episode", "ratio", ".3f"),
+            Column("overhead_per_episode", "overhead", ".1%"),
+        ]
+    )
+    for r in results:
+        table.add(
+            env=f"`{r['env_id']}`",
+            without=r["without"],
+            batched=r["batched"],
+            ratio=r["ratio"],
+            overhead=1 - r["ratio"],
+            per_episode=r["per_episode"],
+            ratio_per_episode=r["ratio_per_episode"],
+            overhead_per_episode=1 - r["ratio_per_episode"],
+        )
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/recording.json)"
+    )
+    args = parser.parse_args(argv)
     cases = [("embodia/PointMaze-Medium-v0", 1000), ("embodia/CubeSingle-v0", 200)]
     episodes, repeats = (2, 2) if args.quick else (20, 9)
     results = [measure(env_id, episodes, steps, repeats) for env_id, steps in cases]
-    rows = [
-        [
-            r["env_id"],
-            f"{r['without']:.0f}",
-            f"{r['batched']:.0f} ({(1 - r['ratio']) * 100:.1f} %)",
-            f"{r['per_episode']:.0f} ({(1 - r['ratio_per_episode']) * 100:.1f} %)",
-        ]
-        for r in results
-    ]
-    header = [
-        "env",
-        "steps/s, not recording",
-        f"recording, commits <= {results[0]['commit_every']:g} s apart (overhead)",
-        "recording, one commit per episode (overhead)",
-    ]
-    print(markdown_table(header, rows))
-    if not args.quick:
-        save("recording", {"results": results})
+    table = recording_table(results)
+    print(table.markdown())
+    save_results(
+        "recording",
+        {"recording": table},
+        quick=args.quick,
+        path=args.results,
+        data={"results": results, "repeats": repeats, "load_average": os.getloadavg()},
+        title="Recording: rollout steps/s with and without a zarr store",
+    )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

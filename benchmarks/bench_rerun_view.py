@@ -1,6 +1,6 @@
 """Rerun view overhead: rollout steps/s with ``RerunHook`` (``embodia run --view``) vs without, and .rrd size.
 
-    python -m benchmarks.bench_rerun_view [--quick]
+    python -m benchmarks.bench_rerun_view [--quick] [--results PATH]
 
 Speed: the same seeded expert episodes of a state-only environment (PointMaze) run through
 ``embodia.runner.run_episode`` in one process, interleaved: without hooks, with :class:`RerunHook`
@@ -9,18 +9,22 @@ Speed: the same seeded expert episodes of a state-only environment (PointMaze) r
 disk before each repetition's clock stops. Acceptance: the hook's overhead <= 10 %.
 
 Size: bytes of the ``.rrd`` per 1000 steps, state-only (PointMaze) vs images (the navigation env's
-128 x 128 rgb + depth).
+128 x 128 rgb + depth). Writes ``results/benchmarks/rerun_view.json`` (``--quick``: under
+``runs/quick-results/``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import tempfile
 from pathlib import Path
 
 import embodia
-from benchmarks._common import interleaved, markdown_table, save
+from benchmarks._common import interleaved, save_results
 from embodia.core.policy import make_policy
+from embodia.core.results import Column, Table
 from embodia.runner import run_episode
 from embodia.runner.hooks import EpisodeHook
 from embodia.runner.rerun_view import RerunHook, open_recording
@@ -60,7 +64,7 @@ def speed(episodes: int, steps: int, repeats: int, tmp: Path) -> dict:
             recording.flush()  # written before the clock stops
         return done
 
-    run([hook], None)  # warm up: the recording's first episode creates its file
+    logged = run([hook], None)  # warm up: the recording's first episode creates its file
     rates = interleaved(
         {
             "without": lambda: run([], None),
@@ -79,6 +83,7 @@ def speed(episodes: int, steps: int, repeats: int, tmp: Path) -> dict:
         **rates,
         "ratio": rates["rerun_hook/without"],
         "ratio_per_step": rates["per_step_log/without"],
+        "mean_episode_length": logged / episodes,
     }
 
 
@@ -99,10 +104,19 @@ def size_per_1k_steps(env_id: str, policy: str, steps: int, max_steps: int, tmp:
     return {"env_id": env_id, "steps": done, "bytes_per_1k_steps": path.stat().st_size * 1000 / done}
 
 
-def main() -> None:
+def ms_per_episode(ratio: float, without: float, length: float) -> float:
+    """Milliseconds a logger adds to an episode of ``length`` steps: its paired ratio to the baseline applied
+    to the baseline's time per episode."""
+    return (1 / ratio - 1) * length / without * 1e3
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/rerun_view.json)"
+    )
+    args = parser.parse_args(argv)
     episodes, steps, repeats = (2, 200, 2) if args.quick else (4, 500, 7)
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
@@ -111,29 +125,61 @@ def main() -> None:
             size_per_1k_steps(STATE_ENV, "expert", 1000, 500, tmp),
             size_per_1k_steps(IMAGE_ENV, "expert", 1000, 200, tmp),
         ]
-    print(
-        markdown_table(
-            ["env", "steps/s, no view", "RerunHook (overhead)", "per-step rr.log (overhead)"],
-            [
-                [
-                    result["env_id"],
-                    f"{result['without']:.0f}",
-                    f"{result['rerun_hook']:.0f} ({(1 - result['ratio']) * 100:.1f} %)",
-                    f"{result['per_step_log']:.0f} ({(1 - result['ratio_per_step']) * 100:.1f} %)",
-                ]
-            ],
-        )
+    length = result["mean_episode_length"]
+    speed_table = Table(
+        [
+            Column("logging", "PointMaze-Medium (state only), logging"),
+            Column("steps_per_s", "steps/s", ",.0f"),
+            Column("us_per_step", "µs per step", ".0f"),
+            Column("ratio", "ratio to no logging", ".2f"),
+            Column("ms_per_episode", "ms added per episode", ".1f"),
+        ]
     )
-    print()
-    print(
-        markdown_table(
-            ["env", "steps logged", ".rrd MB per 1000 steps"],
-            [[s["env_id"], str(s["steps"]), f"{s['bytes_per_1k_steps'] / 1e6:.2f}"] for s in sizes],
-        )
+    speed_table.add(
+        logging="none (baseline)",
+        steps_per_s=result["without"],
+        us_per_step=1e6 / result["without"],
+        ratio=1.0,
+        ms_per_episode=None,
     )
-    if not args.quick:
-        save("rerun_view", {"speed": result, "size": sizes})
+    for key, label in [
+        ("rerun_hook", "`embodia run --view` (`RerunHook`: buffer the episode, `send_columns` at its end)"),
+        ("per_step_log", "every step with `rr.log` (what the hook avoids)"),
+    ]:
+        ratio = result[f"{key}/without"]
+        speed_table.add(
+            logging=label,
+            steps_per_s=result[key],
+            us_per_step=1e6 / result[key],
+            ratio=ratio,
+            ms_per_episode=ms_per_episode(ratio, result["without"], length),
+        )
+    size_table = Table(
+        [
+            Column("recording", "recording"),
+            Column("steps", "steps logged"),
+            Column("mb_per_1k_steps", "MB per 1000 steps", ".2f"),
+        ]
+    )
+    contents = {
+        STATE_ENV: "PointMaze (state, goal, action, reward, flags)",
+        IMAGE_ENV: "PointNav (128x128 RGB + depth, GPS, compass, goal, map)",
+    }
+    for s in sizes:
+        size_table.add(
+            recording=contents[s["env_id"]], steps=s["steps"], mb_per_1k_steps=s["bytes_per_1k_steps"] / 1e6
+        )
+    print(speed_table.markdown(), size_table.markdown(), sep="\n\n")
+    save_results(
+        "rerun_view",
+        {"speed": speed_table, "size": size_table},
+        quick=args.quick,
+        path=args.results,
+        data={"speed": result, "size": sizes, "repeats": repeats, "load_average": os.getloadavg()},
+        title="Rerun: the cost of embodia run --view, and the size of recordings",
+    )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

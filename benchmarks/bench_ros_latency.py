@@ -13,10 +13,13 @@ it, alternating between three nodes running side by side in blocks (interleaved,
 
 The ratios of the medians are the cost of each policy node over the ROS floor. Then each policy node runs
 in timer mode at 50 and 100 Hz while the driver streams observations at 200 Hz; the node reports its
-achieved rate and tick jitter (lateness against the drift-free schedule). ``--quick`` saves its numbers as
-``ros_latency_quick.json``, so a smoke run never replaces the full benchmark's ``ros_latency.json``.
+achieved rate and tick jitter (lateness against the drift-free schedule). Before any node starts, the
+network alone: the median time of one ``act`` of each policy folder in this process, one thread each.
 
-    python -m benchmarks.bench_ros_latency [--quick]
+Writes ``results/benchmarks/ros_latency.json`` (tables ``latency``, ``rates``, ``act``; the raw numbers in
+``data``); ``--quick`` writes under ``runs/quick-results/`` instead, ``--results PATH`` anywhere.
+
+    python -m benchmarks.bench_ros_latency [--quick] [--results PATH]
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from embodia.core.results import Column, Table
 
 ROOT = Path(__file__).resolve().parents[1]
 JOINTS = [f"j{i}" for i in range(7)]
@@ -234,10 +239,43 @@ def _rates(driver: Driver, work: Path, name: str, seconds: float) -> dict:
     return rates
 
 
+def act_cost(work: Path, calls: int) -> dict:
+    """The network alone: median microseconds per ``act`` of the torch folder and of its ONNX export, one
+    thread each (as the node runs them), in blocks of 100 calls alternating between the two; and how far
+    the export's outputs are from torch's (measured by ``export_onnx``'s check)."""
+    import torch
+
+    from embodia.core.policy import load_policy
+
+    torch.set_num_threads(1)
+    policies = {
+        "policy": load_policy(work / POLICY_NODES["policy"], runtime="torch"),
+        "onnx": load_policy(work / POLICY_NODES["onnx"], runtime="onnx"),
+    }
+    obs = {"state": np.random.default_rng(0).uniform(-1, 1, 14).astype(np.float32)}
+    times: dict[str, list[float]] = {name: [] for name in policies}
+    for policy in policies.values():
+        policy.reset(0)
+        for _ in range(100):  # warm up
+            policy.act(obs)
+    for _ in range(max(1, calls // 100)):
+        for name, policy in policies.items():
+            for _ in range(100):
+                start = time.perf_counter()
+                policy.act(obs)
+                times[name].append((time.perf_counter() - start) * 1e6)
+    costs = {name: {"median_us": float(np.median(v)), "calls": len(v)} for name, v in times.items()}
+    # the export's own check: the largest |onnx - torch| over its sample observations
+    record = json.loads((work / POLICY_NODES["onnx"] / "config.json").read_text())["onnx"]
+    costs["onnx"]["max_abs_diff"] = record["max_abs_diff"]
+    return costs
+
+
 def inside(quick: bool) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench_ros_"))
     os.environ.setdefault("ROS_LOG_DIR", str(work / "log"))
     _write_policies(work)
+    act = act_cost(work, 1000 if quick else 10000)
     echo = _spawn([__file__, "--echo"])
     nodes = {}
     for name in POLICY_NODES:
@@ -271,82 +309,120 @@ def inside(quick: bool) -> dict:
     rates_onnx = _rates(driver, work, "onnx", seconds)
     driver.node.destroy_node()
     driver.rclpy.shutdown()
-    return {"latency": latency, "rates": rates, "rates_onnx": rates_onnx, "quick": quick}
+    return {"latency": latency, "rates": rates, "rates_onnx": rates_onnx, "act": act, "quick": quick}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+LATENCY_ROWS = (
+    ("bare rclpy echo node (floor)", "echo"),
+    ("embodia policy node, MLP 2x256, torch", "policy"),
+    ("embodia policy node, MLP 2x256, ONNX Runtime", "onnx"),
+)
+RUNTIMES = (("torch", "rates", "policy"), ("ONNX Runtime", "rates_onnx", "onnx"))
+
+
+def tables(data: dict) -> dict[str, Table]:
+    """The three tables of the results file: round-trip latency, timer-mode rates, the network alone."""
+    lat = data["latency"]
+    latency = Table(
+        [
+            Column("path", "path (JointState 7 joints -> command)"),
+            Column("p50_ms", "p50 ms", ".2f"),
+            Column("p99_ms", "p99 ms", ".2f"),
+            Column("samples", "samples"),
+            Column("ratio_p50", "p50 / floor p50", ".2f"),
+        ]
+    )
+    ratios = {"echo": None, "policy": lat["ratio_p50"], "onnx": lat["ratio_p50_onnx"]}
+    for label, key in LATENCY_ROWS:
+        latency.add(
+            path=label,
+            p50_ms=lat[key]["p50_ms"],
+            p99_ms=lat[key]["p99_ms"],
+            samples=lat[key]["n"],
+            ratio_p50=ratios[key],
+        )
+    rates = Table(
+        [
+            Column("runtime", "runtime"),
+            Column("target_hz", "target Hz"),
+            Column("achieved_hz", "achieved Hz (node)", ".2f"),
+            Column("received_hz", "received Hz (driver)", ".2f"),
+            Column("jitter_p50_ms", "tick jitter p50 ms", ".2f"),
+            Column("jitter_p99_ms", "p99 ms", ".2f"),
+            Column("jitter_max_ms", "max ms", ".2f"),
+            Column("overruns", "overruns"),
+            Column("interarrival_std_ms", "inter-arrival std ms", ".2f"),
+        ]
+    )
+    for runtime, key, _ in RUNTIMES:
+        for hz, r in data[key].items():
+            rates.add(
+                runtime=runtime,
+                target_hz=int(hz),
+                achieved_hz=r["achieved_hz"],
+                received_hz=r["received_hz"],
+                jitter_p50_ms=r["jitter_p50_ms"],
+                jitter_p99_ms=r["jitter_p99_ms"],
+                jitter_max_ms=r["jitter_max_ms"],
+                overruns=r["overruns"],
+                interarrival_std_ms=r["interarrival_std_ms"],
+            )
+    act = Table(
+        [
+            Column("runtime", "runtime (one thread)"),
+            Column("act_us", "µs per act, median", ".0f"),
+            Column("calls", "calls"),
+            Column("max_abs_diff", "largest difference from torch", ".0e"),
+        ]
+    )
+    for runtime, _, key in RUNTIMES:
+        cost = data["act"][key]
+        act.add(
+            runtime=runtime,
+            act_us=cost["median_us"],
+            calls=cost["calls"],
+            max_abs_diff=cost.get("max_abs_diff"),
+        )
+    return {"latency": latency, "rates": rates, "act": act}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/ros_latency.json)"
+    )
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--echo", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.echo:
         echo_node()
         return
     if args.inside:
         print(json.dumps(inside(args.quick)))
         return
-    sys.path.insert(0, str(ROOT))
-    from benchmarks._common import markdown_table, save
+    sys.path.insert(0, str(ROOT))  # run as a file (make bench): benchmarks/ is importable
+    from benchmarks._common import save_results
     from embodia.robot.netns import run_isolated
 
-    argv = [sys.executable, "-m", "benchmarks.bench_ros_latency", "--inside"] + (
-        ["--quick"] if args.quick else []
+    inner = [sys.executable, "-m", "benchmarks.bench_ros_latency", "--inside"]
+    result = run_isolated(
+        inner + (["--quick"] if args.quick else []), cwd=ROOT, capture_output=True, text=True, timeout=900
     )
-    result = run_isolated(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
         raise SystemExit(f"benchmark failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     data = json.loads(result.stdout.strip().splitlines()[-1])
-    lat = data["latency"]
-    print(
-        markdown_table(
-            ["path (JointState 7 joints -> command)", "p50 ms", "p99 ms", "samples"],
-            [
-                [name, f"{lat[key]['p50_ms']:.2f}", f"{lat[key]['p99_ms']:.2f}", str(lat[key]["n"])]
-                for name, key in (
-                    ("bare rclpy echo node (floor)", "echo"),
-                    ("embodia policy node, MLP 2x256, torch", "policy"),
-                    ("embodia policy node, MLP 2x256, ONNX Runtime", "onnx"),
-                )
-            ]
-            + [
-                ["ratio of medians (torch / echo)", f"{lat['ratio_p50']:.2f}", "", ""],
-                ["ratio of medians (ONNX / echo)", f"{lat['ratio_p50_onnx']:.2f}", "", ""],
-            ],
-        )
+    results = tables(data)
+    for table in results.values():
+        print(table.markdown(), end="\n\n")
+    save_results(
+        "ros_latency",
+        results,
+        quick=args.quick,
+        path=args.results,
+        data=data,
+        title="ROS 2 policy node: observation -> command latency, control rate, and the network alone",
     )
-    print()
-    print(
-        markdown_table(
-            [
-                "runtime",
-                "target Hz",
-                "achieved Hz (node)",
-                "received Hz (driver)",
-                "tick jitter p50 ms",
-                "p99 ms",
-                "max ms",
-                "overruns",
-                "inter-arrival std ms",
-            ],
-            [
-                [
-                    runtime,
-                    hz,
-                    f"{r['achieved_hz']:.2f}",
-                    f"{r['received_hz']:.2f}",
-                    f"{r['jitter_p50_ms']:.2f}",
-                    f"{r['jitter_p99_ms']:.2f}",
-                    f"{r['jitter_max_ms']:.2f}",
-                    str(r["overruns"]),
-                    f"{r['interarrival_std_ms']:.2f}",
-                ]
-                for runtime, key in (("torch", "rates"), ("ONNX Runtime", "rates_onnx"))
-                for hz, r in data[key].items()
-            ],
-        )
-    )
-    print(f"saved {save('ros_latency_quick' if args.quick else 'ros_latency', data)}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Window sampling from a pixel store larger than the sampler's memory budget: streaming vs in memory.
 
-    python -m benchmarks.bench_sampling_budget [--quick]
+    python -m benchmarks.bench_sampling_budget [--quick] [--results PATH]
 
 Builds a synthetic pixel store under a temporary directory (deleted afterwards): episodes of ~200 steps
 with 64x64x3 uint8 ``rgb`` (a blocky background, a moving square and a little sensor noise) and
@@ -14,7 +14,8 @@ batches). Each is timed twice: sampling only, and with a gradient step of a smal
 images after every batch (what a pixel learner puts behind the sampler). They run in turns; before each
 timed stretch of a streaming sampler, enough batches to use up the blocks its reader thread read ahead
 while the others ran are drawn untimed, so it is timed in steady state. Reported: rates and the medians
-of the paired ratios to (a). Target: >= 0.5 in training.
+of the paired ratios to (a). Target: >= 0.5 in training. Writes ``results/benchmarks/sampling_budget.json``
+(``--quick``: under ``runs/quick-results/``), the raw numbers in its ``data``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import markdown_table, save
+from benchmarks._common import save_results
+from embodia.core.results import Column, Table
 from embodia.data.sampling import WindowSampler, to_torch
 from embodia.data.store import TrajectoryStore
 
@@ -120,10 +122,65 @@ def conv_bc_step(seed: int = 0):
     return step
 
 
-def main() -> None:
+def tables(raw: dict) -> dict[str, Table]:
+    """The tables the documentation shows, from the raw numbers: the samplers, and the store they read."""
+    size = raw["memory"]["budget"]
+    budget = f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size >> 20} MiB"
+    samplers = Table(
+        [
+            Column("sampler", "sampler"),
+            Column("mib_held", "MiB held", ",.0f"),
+            Column("batches_per_s", "sampling only: batches/s", ".0f"),
+            Column("ratio", "ratio to in memory", ".2f"),
+            Column("train_steps_per_s", "with a conv BC step: steps/s", ".1f"),
+            Column("train_ratio", "ratio to in memory", ".2f"),
+        ]
+    )
+    labels = {
+        "memory": "in memory",
+        "streaming": f"streaming, {budget}, `reuse=4` (default)",
+        "streaming_reuse": f"streaming, {budget}, `reuse={raw['high_reuse']:g}`",
+    }
+    for name, label in labels.items():
+        samplers.add(
+            sampler=label,
+            mib_held=raw["memory"][f"held_{name}"] / 2**20,
+            batches_per_s=raw["median"][name],
+            ratio=raw["ratios"][name],
+            train_steps_per_s=raw["train_median"][name],
+            train_ratio=raw["train_ratios"][name],
+        )
+    s, plan = raw["store"], raw["plan"]
+    store = Table(
+        [
+            Column("steps", "steps"),
+            Column("episodes", "episodes"),
+            Column("raw_gb", "GB of rows", ".1f"),
+            Column("disk_gb", "GB on disk", ".1f"),
+            Column("load_s", "in-memory load, s", ".0f"),
+            Column("first_batch_s", "first streaming batch, s", ".0f"),
+            Column("pool_share", "block pool, share of the store", ".0%"),
+        ]
+    )
+    store.add(
+        steps=s["steps"],
+        episodes=s["episodes"],
+        raw_gb=s["raw_bytes"] / 1e9,
+        disk_gb=s["disk_bytes"] / 1e9,
+        load_s=raw["load_seconds"],
+        first_batch_s=raw["warmup_seconds"],
+        pool_share=plan["pool"] / plan["blocks"],
+    )
+    return {"samplers": samplers, "store": store}
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="~200 MB store, 64 MiB budget (for tests)")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/sampling_budget.json)"
+    )
+    args = parser.parse_args(argv)
     if args.quick:
         target, budget, batches, repeats, need_free = 200_000_000, 64 << 20, 60, 3, 1 << 30
     else:
@@ -187,36 +244,6 @@ def main() -> None:
         for sampler in (streaming, more_reuse):
             sampler.close()
         rotations = batches * batch_size / stream.draws_per_rotation
-        labels = {
-            "memory": f"(a) in memory (load {load_seconds:.0f} s)",
-            "streaming": f"(b) streaming, {budget >> 20} MiB budget, reuse {stream.reuse:g} (default)",
-            "streaming_reuse": f"(c) streaming, {budget >> 20} MiB budget, reuse {HIGH_REUSE:g}",
-        }
-        held = {
-            "memory": memory_held,
-            "streaming": streaming_held,
-            "streaming_reuse": reuse_held,
-        }
-        rows = [
-            [
-                labels[name],
-                f"{held[name] / 2**20:.0f}",
-                f"{median[name]:.0f} ({ratios[name]:.2f})",
-                f"{train_median[name]:.2f} ({train_ratios[name]:.2f})",
-            ]
-            for name in samplers
-        ]
-        print(
-            markdown_table(
-                [
-                    f"sampler ({batch_size} windows of H={horizon} per batch)",
-                    "MiB held",
-                    "sampling only: batches/s (ratio)",
-                    "with a conv BC step: steps/s (ratio)",
-                ],
-                rows,
-            )
-        )
         print(f"first streaming batch {warmup_seconds:.1f} s")
         print(
             f"streaming: {len(stream.block_begin)} blocks of {plan.block_rows} rows, pool of {stream.pool_size} + "
@@ -239,7 +266,12 @@ def main() -> None:
                 "disk_bytes": on_disk,
                 "build_seconds": build_seconds,
             },
-            "memory": {"budget": budget, "held_in_memory": memory_held, "held_streaming": streaming_held},
+            "memory": {
+                "budget": budget,
+                "held_memory": memory_held,
+                "held_streaming": streaming_held,
+                "held_streaming_reuse": reuse_held,
+            },
             "load_seconds": load_seconds,
             "warmup_seconds": warmup_seconds,
             "plan": {
@@ -258,11 +290,21 @@ def main() -> None:
             "load_average": os.getloadavg(),
             "cpus": os.cpu_count(),
         }
-        if not args.quick:
-            print(f"saved {save('sampling_budget', payload)}")
+        results = tables(payload)
+        for table in results.values():
+            print(table.markdown(), end="\n\n")
+        save_results(
+            "sampling_budget",
+            results,
+            quick=args.quick,
+            path=args.results,
+            data=payload,
+            title="Window sampling from a pixel store larger than the memory budget",
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Vectorised stepping: serial rollout vs ``run_vector_episodes`` (sync and async, 2/4/8 environments).
 
-    python -m benchmarks.bench_vector [--quick]
+    python -m benchmarks.bench_vector [--quick] [--results PATH]
 
 The same episodes (same seeds, same ``max_steps``) of an MLP :class:`~embodia.policies.actor_policy.ActorPolicy`
 (2x256, random weights, one action per step) in PointMaze-Medium (a fast simulator: the policy's forward
@@ -11,7 +11,8 @@ construction time is listed separately). Every configuration runs ``repeats`` ti
 ratio is the median of per-repeat ratios to the serial run of the same repeat (drift cancels). Torch runs
 one intra-op thread for every configuration: small forward passes on a shared machine are several times
 slower with more. ``sync-act`` is the sync vector env asking the policy per environment (no batching): the
-cost of the vector env alone. Raw numbers go to ``benchmarks/results/vector.json``, with the machine's load.
+cost of the vector env alone. Writes ``results/benchmarks/vector.json`` (``--quick``: under
+``runs/quick-results/``), the raw numbers with the machine's load in its ``data``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -28,7 +30,8 @@ import numpy as np
 import torch
 
 import embodia
-from benchmarks._common import markdown_table, save
+from benchmarks._common import save_results
+from embodia.core.results import Column, Table
 from embodia.policies.actor_policy import ActorPolicy
 from embodia.policies.networks import Actor, ObsNormalizer
 from embodia.runner import rollout
@@ -40,6 +43,13 @@ ENVS = {
     "embodia/CubeSingle-v0": ((16, 50), (8, 15)),
 }
 CONFIGS = [("serial", 1), *((m, n) for m in ("sync", "async") for n in (2, 4, 8)), ("sync-act", 8)]
+#: how the table names each runner mode
+RUNNERS = {
+    "serial": "serial",
+    "sync": "sync, batched",
+    "async": "async, batched",
+    "sync-act": "sync, one `act` per env",
+}
 
 
 def mlp_policy(env_id: str) -> ActorPolicy:
@@ -122,10 +132,38 @@ def load() -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def runner_table(results: list[dict]) -> Table:
+    """The table the documentation shows, from the raw numbers of :func:`measure`."""
+    table = Table(
+        [
+            Column("env", "environment"),
+            Column("runner", "runner"),
+            Column("envs", "envs"),
+            Column("steps_per_s", "steps/s", ",.0f"),
+            Column("ratio", "vs serial", ".2f"),
+            Column("setup_s", "setup, s", ".1f"),
+        ]
+    )
+    for r in results:
+        for (mode, n), s in zip(CONFIGS, r["summary"].values()):
+            table.add(
+                env=r["env_id"].removeprefix("embodia/").removesuffix("-v0"),
+                runner=RUNNERS[mode],
+                envs=n,
+                steps_per_s=s["steps_per_s"],
+                ratio=s["ratio"],
+                setup_s=s["setup_s"],
+            )
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/benchmarks/vector.json)"
+    )
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
     before = load()
     repeats = 1 if args.quick else 3
@@ -134,19 +172,8 @@ def main() -> None:
         episodes, max_steps = quick if args.quick else full
         results.append(measure(env_id, episodes, max_steps, repeats))
     after = load()
-    rows = []
-    for r in results:
-        for name, s in r["summary"].items():
-            rows.append(
-                [
-                    r["env_id"].removeprefix("embodia/"),
-                    name,
-                    f"{s['steps_per_s']:.0f}",
-                    f"{s['ratio']:.2f}",
-                    f"{s['setup_s']:.1f}",
-                ]
-            )
-    print(markdown_table(["env", "runner-envs", "steps/s", "vs serial", "setup s"], rows))
+    table = runner_table(results)
+    print(table.markdown())
     print(f"load before: {before['uptime']}\nload after:  {after['uptime']}")
     payload = {
         "quick": args.quick,
@@ -159,9 +186,16 @@ def main() -> None:
         "load_after": after,
         "results": results,
     }
-    if not args.quick:
-        print(f"saved {save('vector', payload)}")
+    save_results(
+        "vector",
+        {"runners": table},
+        quick=args.quick,
+        path=args.results,
+        data=payload,
+        title="Vectorised stepping: serial runner against gymnasium vector environments",
+    )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,7 +6,7 @@ positive`` steers the other way). Steering edits are built from n in-context exa
 the held-out set) with the unit-kernel and finite-difference COLD-Steer variants and the mean-difference
 baseline; the score is p(target) / (p(target) + p(other)) on 20 held-out prompts.
 
-    .venv/bin/python scripts/cold_steer_experiment.py           # n = 1, 2, 4, 8, 16
+    .venv/bin/python scripts/cold_steer_experiment.py           # n = 1, 2, 4, 8, 16 -> results/methods/cold_steer.json
     .venv/bin/python scripts/cold_steer_experiment.py --quick   # n = 2, 4 prompts (what tests run)
 """
 
@@ -18,7 +18,10 @@ import time
 
 from embodia.agents.llm import load_local_lm
 from embodia.agents.methods.cold_steer import METHODS, run_cold_steer
-from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.methods.report import progress_bar, save_json
+from embodia.core.results import Column, Table, default_results_path, write_results
+
+RESULTS = "methods/cold_steer"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         help="target words (the model's prior favours positive ones)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="runs/agents/cold_steer.json")
+    parser.add_argument("--out", default="runs/agents/cold_steer.json", help="raw JSON output")
+    parser.add_argument("--results", help=f"results file (default: results/{RESULTS}.json)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
@@ -53,22 +57,48 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             progress=update,
         )
+    seconds = time.perf_counter() - started
+
+    steering = Table(
+        [
+            Column("method", "method"),
+            Column("examples", "examples"),
+            Column("mean_p", "mean p(target)", ".3f"),
+            Column("flipped", "held-out prompts with p(target) > 0.5", ".0%"),
+        ]
+    )
+    steering.add(
+        method="before steering", examples=None, mean_p=result.before_mean, flipped=result.before_flipped
+    )
     by = {(p.method, p.n_examples): p for p in result.points}
-    rows = [["before steering", "-", f"{result.before_mean:.3f}", f"{result.before_flipped:.0%}"]]
     for method in METHODS:
         for n in counts:
             p = by[(method, n)]
-            rows.append([method, n, f"{p.mean_target_probability:.3f}", f"{p.flipped_fraction:.0%}"])
-    print(
-        markdown_table(
-            ["method", "examples", "mean p(target)", "held-out prompts with p(target) > 0.5"], rows
-        )
+            steering.add(
+                method=method, examples=n, mean_p=p.mean_target_probability, flipped=p.flipped_fraction
+            )
+    run = Table(
+        [
+            Column("behaviour", "behaviour"),
+            Column("layer", "layer"),
+            Column("alpha", "alpha (shift / median activation norm)"),
+            Column("heldout", "held-out prompts"),
+            Column("seconds", "wall time (s)", ",.0f"),
+        ]
     )
-    print(
-        f"\nlayer {args.layer}, alpha {args.alpha}, {heldout} held-out prompts, "
-        f"{time.perf_counter() - started:.0f} s"
-    )
+    run.add(behaviour=args.behaviour, layer=args.layer, alpha=args.alpha, heldout=heldout, seconds=seconds)
+    print(steering.markdown())
+    print(f"\nlayer {args.layer}, alpha {args.alpha}, {heldout} held-out prompts, {seconds:.0f} s")
+
     save_json(args.out, {"counts": counts, "heldout": heldout, "result": result})
+    path = write_results(
+        args.results or default_results_path(RESULTS, quick=args.quick),
+        {"steering": steering, "run": run},
+        name=RESULTS,
+        title=f"COLD-Steer on SmolLM2-135M-Instruct: steering toward {args.behaviour} words from n examples",
+        seeds=[args.seed],
+    )
+    print(f"results: {path}")
     return 0
 
 

@@ -6,7 +6,7 @@ basic and the hallucinated question are answered correctly; the yes-percentage d
 of "yes" answers minus the share of "yes" labels (0.5 here) and r_fp the share of the wrong answers that
 are "yes" (the paper's two bias measures).
 
-    .venv/bin/python scripts/emotion_hallucer_experiment.py           # all pairs, direct and PEP-MEK
+    .venv/bin/python scripts/emotion_hallucer_experiment.py           # all pairs, direct and PEP-MEK -> results/methods/emotion_hallucer.json
     .venv/bin/python scripts/emotion_hallucer_experiment.py --quick   # 3 pairs, short generations (tests)
     .venv/bin/python scripts/emotion_hallucer_experiment.py --prompting direct   # only the direct row
     .venv/bin/python scripts/emotion_hallucer_experiment.py --pairs my_pairs.json --model http://127.0.0.1:8080/v1#qwen
@@ -19,12 +19,58 @@ import sys
 import time
 
 from embodia.agents.llm import load_lm
-from embodia.agents.methods.emotion_hallucer import BUILTIN_PAIRS, evaluate, load_pairs
-from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.methods.emotion_hallucer import BUILTIN_PAIRS, PairMetrics, evaluate, load_pairs
+from embodia.agents.methods.report import progress_bar, save_json
+from embodia.core.results import Column, Table, default_results_path, write_results
+
+RESULTS = "methods/emotion_hallucer"
 
 
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+def tables(runs: dict[str, PairMetrics]) -> dict[str, Table]:
+    """The metrics per prompting, and per prompting and category."""
+    overall = Table(
+        [
+            Column("prompting", "prompting"),
+            Column("pairs", "pairs"),
+            Column("pair_acc", "pair acc", ".1%"),
+            Column("basic_acc", "basic acc", ".1%"),
+            Column("hallucinated_acc", "hallucinated acc", ".1%"),
+            Column("yes_ratio", "yes ratio", ".1%"),
+            Column("yes_diff", "yes % difference", "+.2f"),
+            Column("r_fp", "r_fp", ".2f"),
+        ]
+    )
+    by_category = Table(
+        [
+            Column("prompting", "prompting"),
+            Column("category", "category"),
+            Column("pairs", "pairs"),
+            Column("pair_acc", "pair acc", ".0%"),
+            Column("yes_diff", "yes % difference", "+.2f"),
+            Column("r_fp", "r_fp", ".2f"),
+        ]
+    )
+    for name, m in runs.items():
+        overall.add(
+            prompting=name,
+            pairs=m.pairs,
+            pair_acc=m.pair_accuracy,
+            basic_acc=m.basic_accuracy,
+            hallucinated_acc=m.hallucinated_accuracy,
+            yes_ratio=m.yes_ratio,
+            yes_diff=m.yes_bias,
+            r_fp=m.false_positive_ratio,
+        )
+        for category, v in m.by_category.items():
+            by_category.add(
+                prompting=name,
+                category=category,
+                pairs=v["pairs"],
+                pair_acc=v["pair_accuracy"],
+                yes_diff=v["yes_bias"],
+                r_fp=v["false_positive_ratio"],
+            )
+    return {"prompting": overall, "categories": by_category}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         default="both",
         help="which rows to run (PEP-MEK takes most of the time)",
     )
-    parser.add_argument("--out", default="runs/agents/emotion_hallucer.json")
+    parser.add_argument("--out", default="runs/agents/emotion_hallucer.json", help="raw JSON output")
+    parser.add_argument("--results", help=f"results file (default: results/{RESULTS}.json)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
@@ -55,43 +102,32 @@ def main(argv: list[str] | None = None) -> int:
         name = "PEP-MEK" if pep_mek else "direct"
         with progress_bar(f"emotion-hallucer {name}", not args.quiet) as update:
             runs[name] = evaluate(lm, pairs, pep_mek=pep_mek, max_new_tokens=max_new, progress=update)
-    rows = []
-    for name, (m, _) in runs.items():
-        cats = " / ".join(
-            f"{c} {v['pair_accuracy']:.0%}, {v['yes_bias']:+.2f}, {_ratio(v['false_positive_ratio'])}"
-            for c, v in m.by_category.items()
-        )
-        rows.append(
-            [
-                name,
-                m.pairs,
-                f"{m.pair_accuracy:.1%}",
-                f"{m.basic_accuracy:.1%}",
-                f"{m.hallucinated_accuracy:.1%}",
-                f"{m.yes_ratio:.1%}",
-                f"{m.yes_bias:+.2f}",
-                _ratio(m.false_positive_ratio),
-                cats,
-            ]
-        )
-    print(
-        markdown_table(
-            [
-                "prompting",
-                "pairs",
-                "pair acc",
-                "basic acc",
-                "hallucinated acc",
-                "yes ratio",
-                "yes % difference",
-                "r_fp",
-                "by category: pair acc, yes % difference, r_fp",
-            ],
-            rows,
-        )
+    seconds = time.perf_counter() - started
+
+    results = tables({name: m for name, (m, _) in runs.items()})
+    run = Table(
+        [
+            Column("model", "model"),
+            Column("max_new_tokens", "PEP-MEK generation length (tokens)"),
+            Column("seconds", "wall time (s)", ",.0f"),
+        ]
     )
-    print(f"\nmodel {lm.name}, {time.perf_counter() - started:.0f} s")
+    run.add(model=lm.name, max_new_tokens=max_new, seconds=seconds)
+    results["run"] = run
+    print(results["prompting"].markdown())
+    print()
+    print(results["categories"].markdown())
+    print(f"\nmodel {lm.name}, {seconds:.0f} s")
+
     save_json(args.out, {name: {"metrics": m, "transcripts": t} for name, (m, t) in runs.items()})
+    path = write_results(
+        args.results or default_results_path(RESULTS, quick=args.quick),
+        results,
+        name=RESULTS,
+        title=f"EmotionHallucer-style pairs on {lm.name}, direct and with PEP-MEK",
+        data={"pairs": str(args.pairs), "unanswered": {name: m.unanswered for name, (m, _) in runs.items()}},
+    )
+    print(f"results: {path}")
     return 0
 
 

@@ -16,6 +16,11 @@ bytes. A fine-tuned model has the shapes, hence the memory, of the compressed on
     .venv/bin/python scripts/flow_of_ranks_experiment.py                 # ~2 min on one core
     .venv/bin/python scripts/flow_of_ranks_experiment.py --quick         # seconds (tests)
     .venv/bin/python scripts/flow_of_ranks_experiment.py --save runs/agents/flow_of_ranks_model
+
+Writes the results file ``results/methods/flow_of_ranks.json`` (tables ``setup``: the seasonal-naive MASE and
+the patch embedding's effective rank, ``ranks``: effective rank per block, ``compression``: one row per
+model; a ``--quick`` run writes under ``runs/quick-results/``, ``--results PATH`` elsewhere) and the raw
+numbers (ranks of every replaced layer, seconds) to ``--out``.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ from embodia.agents.methods.flow_of_ranks.model import (
     weight_bytes,
 )
 from embodia.agents.methods.flow_of_ranks.spectra import depth_profile, effective_rank, singular_values
-from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.methods.report import progress_bar, save_json
+from embodia.core.results import Column, Table, default_results_path, write_results
 
 
 def plot(profile: list[dict[str, float]], embed_rank: float, path: str, title: str) -> None:
@@ -86,6 +92,61 @@ def paired_latency(
     return sorted(times)[rounds // 2], sorted(ratios)[rounds // 2]
 
 
+def result_tables(
+    rows: list[dict], profile: list[dict], naive: float, embed_rank: float, n: int, width: int
+) -> dict[str, Table]:
+    """The three tables of the results file: setup, rank per block, one row per compressed model."""
+    setup = Table(
+        [
+            Column("series", "held-out series"),
+            Column("naive_mase", "seasonal naive MASE", ".3f"),
+            Column("embedding_rank", "patch-embedding effective rank", ".1f"),
+            Column("width", "model width d"),
+        ]
+    )
+    setup.add(series=n, naive_mase=naive, embedding_rank=embed_rank, width=width)
+    ranks = Table(
+        [
+            Column("block", "block"),
+            Column("hidden", "hidden (block input)", ".1f"),
+            *(Column(k, k.upper(), ".1f") for k in ("q", "k", "v")),
+        ]
+    )
+    for block, p in enumerate(profile):
+        ranks.add(block=block, **{k: p[k] for k in ("hidden", "q", "k", "v")})
+    dense = rows[0]
+    compression = Table(
+        [
+            Column("model", "model"),
+            Column("budget", "kept of in-block weights", ".0%"),
+            Column("params", "parameters"),
+            Column("params_fewer", "fewer parameters", ".0%"),
+            Column("mase", "MASE", ".3f"),
+            Column("mase_change", "MASE vs dense", "+.1%"),
+            Column("latency_ratio", "latency (× dense)", ".2f"),
+            Column("weights_kib", "weights KiB", ".1f"),
+            Column("weights_less", "weights: less", ".0%"),
+            Column("peak_kib", "peak inference KiB", ".1f"),
+            Column("peak_less", "peak inference: less", ".0%"),
+        ]
+    )
+    for r in rows:
+        compression.add(
+            model=r["schedule"] + (" + fine-tune" if r["finetuned"] else ""),
+            budget=r["budget"],
+            params=r["params"],
+            params_fewer=1 - r["params"] / dense["params"],
+            mase=r["mase"],
+            mase_change=r["mase"] / dense["mase"] - 1,
+            latency_ratio=r["latency_ratio"],
+            weights_kib=r["weight_bytes"] / 1024,
+            weights_less=1 - r["weight_bytes"] / dense["weight_bytes"],
+            peak_kib=r["peak_inference_bytes"] / 1024,
+            peak_less=1 - r["peak_inference_bytes"] / dense["peak_inference_bytes"],
+        )
+    return {"setup": setup, "ranks": ranks, "compression": compression}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run for tests")
@@ -101,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--save", default=None, help="folder for the dense model")
     parser.add_argument("--plot", default="runs/agents/flow_of_ranks.png")
-    parser.add_argument("--out", default="runs/agents/flow_of_ranks.json")
+    parser.add_argument("--out", default="runs/agents/flow_of_ranks.json", help="raw numbers (JSON)")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/methods/flow_of_ranks.json)"
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -180,60 +244,32 @@ def main(argv: list[str] | None = None) -> int:
                         "latency_ratio": ratio,
                     }
                 )
-    dense = rows[0]
-
-    def kib(r: dict, key: str) -> str:
-        return f"{r[key] / 1024:.1f} ({1 - r[key] / dense[key]:.0%} less)"
-
-    table = [
-        [
-            r["schedule"] + (" + fine-tune" if r["finetuned"] else ""),
-            f"{r['budget']:.0%}",
-            f"{r['params']} ({1 - r['params'] / dense['params']:.0%} fewer)",
-            f"{r['mase']:.3f} ({r['mase'] / dense_mase - 1:+.1%})",
-            f"{r['latency_ratio']:.2f}x",
-            kib(r, "weight_bytes"),
-            kib(r, "peak_inference_bytes"),
-        ]
-        for r in rows
-    ]
-    text = markdown_table(
-        [
-            "model",
-            "kept of in-block weights",
-            "parameters",
-            "MASE (vs dense)",
-            "latency",
-            "weights KiB",
-            "peak inference KiB",
-        ],
-        table,
-    )
-    ranks = markdown_table(
-        ["block", "hidden", "Q", "K", "V"],
-        [[d, *(f"{p[k]:.1f}" for k in ("hidden", "q", "k", "v"))] for d, p in enumerate(profile)],
-    )
+    tables = result_tables(rows, profile, naive, embed_rank, n, config.d_model)
     print(
         f"{steps} steps ({train_s:.0f} s), {n} held-out series, seasonal naive MASE {naive:.3f}, "
         f"patch-embedding effective rank {embed_rank:.1f} of {config.d_model}"
     )
-    print(ranks)
-    print(text)
-    save_json(
-        args.out,
-        {
-            "config": config.__dict__,
-            "steps": steps,
-            "finetune": finetune,
-            "train_s": train_s,
-            "seasonal_naive_mase": naive,
-            "embedding_effective_rank": embed_rank,
-            "rank_profile": profile,
-            "rows": rows,
-            "table": text,
-            "rank_table": ranks,
-        },
+    print(tables["ranks"].markdown())
+    print(tables["compression"].markdown())
+    raw = {
+        "config": config.__dict__,
+        "steps": steps,
+        "finetune": finetune,
+        "train_s": train_s,
+        "seasonal_naive_mase": naive,
+        "embedding_effective_rank": embed_rank,
+        "rank_profile": profile,
+        "rows": rows,
+    }
+    save_json(args.out, raw)
+    written = write_results(
+        args.results or default_results_path("methods/flow_of_ranks", quick=args.quick),
+        tables,
+        title="Flow-of-ranks: effective rank per block and low-rank compression of a patch forecaster",
+        seeds=[args.seed],
+        data=raw,
     )
+    print(f"results: {written}", file=sys.stderr)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Embodied-IQA at CPU scale: does pixel fidelity predict what a distortion does to a robot policy?
 
-    python scripts/iqa_experiment.py            # the README's tables (~10 min on 2 cores)
+    python scripts/iqa_experiment.py            # results/perception/iqa.json (~10 min on 2 cores)
     python scripts/iqa_experiment.py --quick    # seconds: the pipeline runs (the tests run it)
 
 1. A pixel policy for ``embodia/Visual-CubeSingle-v0`` (``--policy FOLDER``, or behaviour cloning with a CNN
@@ -12,6 +12,9 @@
 3. IQA models (full-reference CNN) trained on the execution score; SRCC / PLCC with it on held-out
    references and held-out distortion classes, against PSNR, SSIM (torchmetrics) and the encoder-feature
    distance; the correlations between the three levels; a picture of every class with its scores.
+
+Writes the results file (``--results``; tables ``database``, ``correlations``, ``levels``, ``classes``) that
+docs/guides/perception.md renders, and prints its tables.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 import torch
 
 import embodia
+from embodia.core.results import Column, Table, default_results_path, write_results
 from embodia.perception.iqa import (
     IQADatabaseConfig,
     IQAModelConfig,
@@ -67,7 +71,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--workers", type=int, default=2, help="references scored in parallel on Ray (1: no Ray)"
     )
     parser.add_argument("--figure", default="docs/images/iqa/distortions.png", help="picture of the classes")
-    return parser.parse_args(argv)
+    parser.add_argument("--results", default=None, help="results file (default: results/perception/iqa.json)")
+    args = parser.parse_args(argv)
+    args.results = args.results or default_results_path("perception/iqa", quick=args.quick)
+    return args
 
 
 def pixel_policy(args: argparse.Namespace, out: Path) -> Path:
@@ -140,37 +147,77 @@ def _nan_stat(stat, values: list[float]) -> float:
     return float(stat(finite)) if finite else float("nan")
 
 
-def tables(db, results: dict, levels: dict, args: argparse.Namespace) -> str:
-    lines = [
-        f"{len(db.references)} references x {len(db.class_names)} classes x {len(set(db.level.tolist()))} levels "
-        f"= {len(db.images)} images; clean success from the references {float(np.nanmean(db.clean_success)):.0%}; "
-        f"{args.seeds} split seeds (mean ± sd).",
-        "",
-        "| held out | score | SRCC with execution | PLCC with execution |",
-        "|---|---|---|---|",
-    ]
+def tables(db, results: dict, levels: dict, workers: int, build_minutes: float | None) -> dict[str, Table]:
+    """The results file's tables: the database, the correlations with the execution score on held-out
+    splits (mean and sd over split seeds), the correlations between levels, and the mean scores per class."""
+    clean = float(np.nanmean(db.clean_success))
+    database = Table(
+        [
+            Column("references", "references"),
+            Column("classes", "classes"),
+            Column("levels", "levels"),
+            Column("images", "images"),
+            Column("clean_success", "clean success from the references", ".0%"),
+            Column("workers", "workers"),
+            Column("build_minutes", "build minutes", ".1f"),
+        ]
+    )
+    database.add(
+        references=len(db.references),
+        classes=len(db.class_names),
+        levels=len(set(db.level.tolist())),
+        images=len(db.images),
+        clean_success=clean,
+        workers=workers,
+        build_minutes=build_minutes,
+    )
+    correlation = Table(
+        [
+            Column("held_out", "held out"),
+            Column("score", "score"),
+            Column("srcc", "SRCC with execution", "+.3f"),
+            Column("srcc_sd", "± sd", ".3f"),
+            Column("plcc", "PLCC with execution", "+.3f"),
+            Column("plcc_sd", "± sd", ".3f"),
+        ]
+    )
     for kind, rows in results.items():
         for name, r in rows.items():
-            lines.append(
-                f"| {kind} | {name} | {r['srcc']:+.3f} ± {r['srcc_sd']:.3f} | {r['plcc']:+.3f} ± {r['plcc_sd']:.3f} |"
+            correlation.add(
+                held_out=kind,
+                score=name,
+                srcc=r["srcc"],
+                srcc_sd=r["srcc_sd"],
+                plcc=r["plcc"],
+                plcc_sd=r["plcc_sd"],
             )
-    lines += ["", "| levels | SRCC over all images |", "|---|---|"]
-    lines += [f"| {pair} | {value:+.3f} |" for pair, value in levels.items()]
-    lines += [
-        "",
-        "| class | PSNR (dB) | SSIM | perception | decision | execution drop | success (clean: "
-        f"{float(np.nanmean(db.clean_success)):.0%}) |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    between = Table([Column("levels", "levels"), Column("srcc", "SRCC over all images", "+.3f")])
+    for pair, value in levels.items():
+        between.add(levels=pair, srcc=value)
+    classes = Table(
+        [
+            Column("class", "class"),
+            Column("psnr", "PSNR (dB)", ".1f"),
+            Column("ssim", "SSIM", ".2f"),
+            Column("perception", "perception", ".3f"),
+            Column("decision", "decision", ".3f"),
+            Column("execution_drop", "execution drop", "+.2f"),
+            Column("success", "success", ".0%"),
+        ]
+    )
     fidelity = baseline_scores(db)  # damage-oriented: -PSNR, 1 - SSIM
     for c, name in enumerate(db.class_names):
         rows = db.class_index == c
-        lines.append(
-            f"| {name} | {-fidelity['psnr'][rows].mean():.1f} | {1 - fidelity['ssim'][rows].mean():.2f} | "
-            f"{db.perception[rows].mean():.3f} | {db.decision[rows].mean():.3f} | "
-            f"{np.nanmean(db.execution[rows]):+.2f} | {np.nanmean(db.success[rows]):.0%} |"
+        classes.add(
+            **{"class": name},
+            psnr=-float(fidelity["psnr"][rows].mean()),
+            ssim=1 - float(fidelity["ssim"][rows].mean()),
+            perception=float(db.perception[rows].mean()),
+            decision=float(db.decision[rows].mean()),
+            execution_drop=float(np.nanmean(db.execution[rows])),
+            success=float(np.nanmean(db.success[rows])),
         )
-    return "\n".join(lines) + "\n"
+    return {"database": database, "correlations": correlation, "levels": between, "classes": classes}
 
 
 def figure(db, path: Path, level: int = 4) -> None:
@@ -233,17 +280,20 @@ def main(argv: list[str] | None = None) -> int:
         horizon=args.horizon,
     )
     database = out / "database.zarr"
+    build_minutes = None  # not measured when the database is reused
     if (database / "zarr.json").is_file() and not args.quick:
         db = load_database(database)
     else:
+        tic = time.perf_counter()
         db = build_database(
             config, policy, policy.actor.observations.encoder, progress=not args.quick, workers=args.workers
         )
+        build_minutes = (time.perf_counter() - tic) / 60
         save_database(db, database)
-    build_minutes = (time.perf_counter() - started) / 60
     results = evaluate(db, args, out)
     levels = level_correlations(db)
-    text = tables(db, results, levels, args)
+    result_tables = tables(db, results, levels, args.workers, build_minutes)
+    text = "\n\n".join(table.markdown() for table in result_tables.values()) + "\n"
     if not args.quick:
         figure(db, Path(args.figure))
     summary = {
@@ -258,6 +308,15 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.json").write_text(json.dumps(summary, indent=2))
     (out / "results.md").write_text(text)
     print(text)
+    path = write_results(
+        args.results,
+        result_tables,
+        name="perception/iqa",
+        title="Embodied-IQA: what predicts the damage a distortion does to a pixel policy",
+        seeds=range(args.seeds),
+        data={**summary, "config": config, "split_seeds": args.seeds, "iqa_steps": args.iqa_steps},
+    )
+    print(f"results -> {path}")
     return 0
 
 

@@ -10,6 +10,10 @@ Laplacian attention (16 landmarks, 6 iterations), same seeds, same steps; test a
 
     .venv/bin/python scripts/laplacian_attention_experiment.py          # full (a few minutes on 2 cores)
     .venv/bin/python scripts/laplacian_attention_experiment.py --quick  # seconds (tests)
+
+Writes the results file ``results/methods/laplacianformer.json`` (tables ``approximation`` and ``vit``; a
+``--quick`` run writes under ``runs/quick-results/``, ``--results PATH`` elsewhere) and the raw numbers
+(every iteration count, every ViT run) to ``--out``.
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from embodia.agents.methods.report import markdown_table, save_json
+from embodia.agents.methods.report import save_json
+from embodia.core.results import Column, Table, default_results_path, write_results
 from embodia.nn.laplacian_attention import (
     LaplacianAttention,
     laplacian_attention,
@@ -139,15 +145,52 @@ def train_vit(attention: str, seed: int, steps: int, data: tuple[torch.Tensor, .
     return {"attention": attention, "seed": seed, "accuracy": acc, "train_s": time.perf_counter() - start}
 
 
+#: the Newton-Schulz iteration counts the approximation table shows (the run computes more: see --out)
+SHOWN_ITERATIONS = (1, 3, 6, 10)
+
+
+def approximation_table(rows: list[dict]) -> Table:
+    table = Table(
+        [
+            Column("input", "input"),
+            Column("landmarks", "landmarks"),
+            *(Column(f"ns{t}", f"NS {t} it", ".3f") for t in SHOWN_ITERATIONS),
+            Column("pinv", "pinv", ".3f"),
+        ]
+    )
+    for r in rows:
+        table.add(**{c.key: r[c.key] for c in table.columns})
+    return table
+
+
+def vit_table(vit: list[dict]) -> Table:
+    table = Table(
+        [
+            Column("attention", "attention"),
+            Column("accuracy", "accuracy per seed", ".3f"),
+            Column("mean", "mean", ".3f"),
+            Column("train_s", "train s (all seeds)", ".0f"),
+        ]
+    )
+    for a in ("softmax", "laplacian"):
+        accs = [r["accuracy"] for r in vit if r["attention"] == a]
+        secs = [r["train_s"] for r in vit if r["attention"] == a]
+        table.add(attention=a, accuracy=accs, mean=statistics.mean(accs), train_s=sum(secs))
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run for tests")
-    parser.add_argument("--out", default="runs/nn/laplacian_attention.json")
+    parser.add_argument("--out", default="runs/nn/laplacian_attention.json", help="raw numbers (JSON)")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/methods/laplacianformer.json)"
+    )
     parser.add_argument("--steps", type=int, default=400, help="ViT training steps (batch 64)")
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args(argv)
     if args.quick:
-        n, landmarks, iterations, steps, seeds = 128, [16, 32], [1, 6], 3, 1
+        n, landmarks, iterations, steps, seeds = 128, [16, 32], list(SHOWN_ITERATIONS), 3, 1
     else:
         n, landmarks, iterations, steps, seeds = (
             1024,
@@ -157,26 +200,24 @@ def main(argv: list[str] | None = None) -> int:
             args.seeds,
         )
     rows = approximation(n, 64, landmarks, iterations)
-    cols = ["ns1", "ns3", "ns6", "ns10"] if not args.quick else ["ns1", "ns6"]
+    tables = {"approximation": approximation_table(rows)}
     print(f"## Relative error vs the exact Laplacian kernel (N = {n}, d = 64, lambda = 4)\n")
-    print(
-        markdown_table(
-            ["input", "landmarks", *(c.replace("ns", "NS ") + " it" for c in cols), "pinv"],
-            [[r["input"], r["landmarks"], *(f"{r[c]:.3f}" for c in cols), f"{r['pinv']:.3f}"] for r in rows],
-        )
-    )
+    print(tables["approximation"].markdown())
     data = digits()
     vit = [train_vit(a, s, steps, data) for s in range(seeds) for a in ("softmax", "laplacian")]
-    summary = []
-    for a in ("softmax", "laplacian"):
-        accs = [r["accuracy"] for r in vit if r["attention"] == a]
-        secs = [r["train_s"] for r in vit if r["attention"] == a]
-        summary.append(
-            [a, " / ".join(f"{x:.3f}" for x in accs), f"{statistics.mean(accs):.3f}", f"{sum(secs):.0f}"]
-        )
+    tables["vit"] = vit_table(vit)
     print(f"\n## ViT on 32x32 digits ({steps} steps, batch 64, {seeds} seeds)\n")
-    print(markdown_table(["attention", "accuracy per seed", "mean", "train s"], summary))
-    save_json(args.out, {"approximation": rows, "vit": vit, "n": n, "steps": steps})
+    print(tables["vit"].markdown())
+    raw = {"approximation": rows, "vit": vit, "n": n, "steps": steps}
+    save_json(args.out, raw)
+    written = write_results(
+        args.results or default_results_path("methods/laplacianformer", quick=args.quick),
+        tables,
+        title="LaplacianFormer attention: approximation error and a small ViT",
+        seeds=range(seeds),
+        data=raw,
+    )
+    print(f"results: {written}", file=sys.stderr)
     return 0
 
 

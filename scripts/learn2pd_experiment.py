@@ -7,6 +7,10 @@ Accuracy: the answer is a permutation of the prompt followed by [EOT]s. Forward 
     .venv/bin/python scripts/learn2pd_experiment.py                 # 3000 LM steps per seed, 2 seeds
     .venv/bin/python scripts/learn2pd_experiment.py --quick         # seconds (tests)
     .venv/bin/python scripts/learn2pd_experiment.py --task sort --save runs/agents/learn2pd_model
+
+Writes the results file ``results/methods/learn2pd_<task>.json`` (table ``strategies``: mean over seeds,
+the range over seeds as the interval; a ``--quick`` run writes under ``runs/quick-results/``,
+``--results PATH`` elsewhere) and the raw numbers of every seed to ``--out``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import torch
 
 from embodia.agents.methods.learn2pd.pipeline import build, compare, save
 from embodia.agents.methods.learn2pd.tasks import TASKS
-from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.methods.report import progress_bar, save_json
+from embodia.core.results import Column, Table, default_results_path, interval, write_results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval", type=int, default=1000, help="held-out prompts")
     parser.add_argument("--filter-thresholds", type=float, nargs="+", default=[0.5, 0.9, 0.97])
     parser.add_argument("--save", default=None, help="folder for the first seed's LM + filter")
-    parser.add_argument("--out", default="runs/agents/learn2pd.json")
+    parser.add_argument("--out", default="runs/agents/learn2pd.json", help="raw numbers (JSON)")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/methods/learn2pd_<task>.json)"
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -49,35 +57,42 @@ def main(argv: list[str] | None = None) -> int:
         per_seed.append(
             {"seed": seed, "train_s": trained.train_s, "filter_s": trained.filter_s, "rows": rows}
         )
-    table = []
+    table = Table(
+        [
+            Column("strategy", "strategy"),
+            Column("accuracy", "accuracy", ".1%"),
+            Column("passes", "forward passes", ".2f"),
+            Column("speedup", "speed-up vs one (×)", ".2f"),
+        ]
+    )
     for i, row in enumerate(per_seed[0]["rows"]):
         acc = [s["rows"][i]["accuracy"] for s in per_seed]
-        passes = [s["rows"][i]["passes"] for s in per_seed]
-        speed = [s["rows"][i]["speedup"] for s in per_seed]
-        table.append(
-            [
-                row["strategy"],
-                f"{statistics.mean(acc):.1%}" + (f" ({min(acc):.1%}-{max(acc):.1%})" if len(acc) > 1 else ""),
-                f"{statistics.mean(passes):.2f}",
-                f"{statistics.mean(speed):.2f}x",
-            ]
+        table.add(
+            strategy=row["strategy"],
+            accuracy=interval(statistics.mean(acc), min(acc), max(acc)) if len(acc) > 1 else acc[0],
+            passes=statistics.mean(s["rows"][i]["passes"] for s in per_seed),
+            speedup=statistics.mean(s["rows"][i]["speedup"] for s in per_seed),
         )
-    text = markdown_table(["strategy", "accuracy", "forward passes", "speed-up vs one"], table)
     print(
         f"task {args.task}, {steps} LM steps, {seeds} seed(s), {n} held-out prompts, filter rho {args.filter_thresholds}"
     )
-    print(text)
-    save_json(
-        args.out,
-        {
-            "task": args.task,
-            "steps": steps,
-            "eval": n,
-            "filter_thresholds": args.filter_thresholds,
-            "seeds": per_seed,
-            "table": text,
-        },
+    print(table.markdown())
+    raw = {
+        "task": args.task,
+        "steps": steps,
+        "eval": n,
+        "filter_thresholds": args.filter_thresholds,
+        "seeds": per_seed,
+    }
+    save_json(args.out, raw)
+    written = write_results(
+        args.results or default_results_path(f"methods/learn2pd_{args.task}", quick=args.quick),
+        {"strategies": table},
+        title=f"Learn2PD on the {args.task} task: accuracy and forward passes per decoding strategy",
+        seeds=range(seeds),
+        data=raw,
     )
+    print(f"results: {written}", file=sys.stderr)
     return 0
 
 

@@ -1,35 +1,41 @@
 """Measure the scripted kitchen experts' success rate: ``--seeds`` episodes per task (seeds 0..N-1).
 
 Every episode has its own kitchen (layout, object, robot position drawn from the seed). Prints a Markdown
-table (task, success rate, failed seeds, mean episode length; episodes end on success) and writes the
-numbers to ``--json`` if given.
+table (task, success rate, failed seeds, mean episode length; episodes end on success) and writes it to a
+results file: ``results/kitchen/experts.json`` for the Panda without action noise,
+``results/kitchen/experts_<robot>.json`` for another arm, ``..._noise<sigma>.json`` with ``--noise``
+(``--quick``: under ``runs/quick-results/``; ``--results PATH`` elsewhere).
 
-    .venv/bin/python scripts/measure_kitchen_experts.py --seeds 20
-    .venv/bin/python scripts/measure_kitchen_experts.py --seeds 5 --tasks OpenDrawer TurnOnFaucet
+    .venv/bin/python scripts/measure_kitchen_experts.py --seeds 50
+    .venv/bin/python scripts/measure_kitchen_experts.py --robot UR5e --seeds 3
+    .venv/bin/python scripts/measure_kitchen_experts.py --noise 0.2 --seeds 4 --tasks OpenDrawer PickPlaceCounterToSink
     .venv/bin/python scripts/measure_kitchen_experts.py --quick          # 2 seeds x 2 tasks (a smoke run)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
 import embodia
+from embodia.core.results import Column, Table, default_results_path, write_results
 from embodia.envs.kitchen import TASKS
+from embodia.runner import rollout
 
 
-def measure(task: str, seeds: int, robot: str) -> dict:
+def measure(task: str, seeds: int, robot: str, noise: float) -> dict:
     """Run the expert on ``seeds`` episodes of ``task``; returns rate, failures, lengths and speed."""
     started = time.perf_counter()
-    result = embodia.rollout(
-        f"embodia/Kitchen-{task}-v0", "expert", episodes=seeds, seed=0, env_kwargs={"robot": robot}
-    )
+    env = embodia.make(f"embodia/Kitchen-{task}-v0", robot=robot)
+    try:
+        result = rollout(env, env.unwrapped.make_expert(noise=noise), episodes=seeds, seed=0)
+    finally:
+        env.close()
     return {
         "task": task,
         "robot": robot,
+        "noise": noise,
         "episodes": seeds,
         "success_rate": result.success_rate,
         "failed_seeds": [e.seed for e in result.episodes if not e.success],
@@ -39,21 +45,34 @@ def measure(task: str, seeds: int, robot: str) -> dict:
     }
 
 
+def results_name(robot: str, noise: float) -> str:
+    """``kitchen/experts`` for the Panda without noise; the arm and the noise appended otherwise."""
+    name = "kitchen/experts"
+    if robot != "Panda":
+        name += f"_{robot.lower()}"
+    if noise:
+        name += f"_noise{noise:g}"
+    return name
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20, help="episodes per task (seeds 0..N-1)")
+    parser.add_argument("--seeds", type=int, default=50, help="episodes per task (seeds 0..N-1)")
     parser.add_argument(
         "--tasks", nargs="+", default=list(TASKS), choices=list(TASKS), help="tasks to measure"
     )
     parser.add_argument("--robot", default="Panda", help="robosuite robot")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument(
+        "--noise", type=float, default=0.0, help="std of Gaussian noise on the expert's arm actions"
+    )
     parser.add_argument("--quick", action="store_true", help="2 seeds of 2 tasks (smoke run)")
+    parser.add_argument("--results", default=None, help="results file (default: see above)")
     args = parser.parse_args(argv)
     tasks, seeds = (args.tasks[:2], 2) if args.quick else (args.tasks, args.seeds)
 
     rows = []
     for task in tasks:
-        row = measure(task, seeds, args.robot)
+        row = measure(task, seeds, args.robot, args.noise)
         rows.append(row)
         failed = f" (failed seeds {row['failed_seeds']})" if row["failed_seeds"] else ""
         print(
@@ -62,15 +81,34 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-    print(f"\n{seeds} seeds per task, robot {args.robot}\n")
-    print("| task | expert success | failed seeds | mean episode length |")
-    print("|---|---|---|---|")
+    table = Table(
+        [
+            Column("task", "task"),
+            Column("success", f"expert success ({seeds} seeds)", ".0%"),
+            Column("failed_seeds", "failed seeds"),
+            Column("mean_length", "mean episode length (steps)", ".0f"),
+        ]
+    )
     for row in rows:
-        failed = ", ".join(map(str, row["failed_seeds"])) or "-"
-        print(f"| Kitchen-{row['task']} | {row['success_rate']:.0%} | {failed} | {row['mean_length']:.0f} |")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=2))
+        table.add(
+            task=row["task"],
+            success=row["success_rate"],
+            failed_seeds=row["failed_seeds"] or "none",
+            mean_length=row["mean_length"],
+        )
+    noise = f", action noise {args.noise:g}" if args.noise else ""
+    print(f"\n{seeds} seeds per task, robot {args.robot}{noise}\n")
+    print(table.markdown())
+    name = results_name(args.robot, args.noise)
+    path = write_results(
+        args.results or default_results_path(name, quick=args.quick),
+        {"experts": table},
+        name=name,
+        title=f"Scripted kitchen experts ({args.robot}{noise}), one kitchen per seed",
+        seeds=[0],  # episode seeds 0..N-1
+        data={"rows": rows},
+    )
+    print(f"results: {path}")
     return 0
 
 

@@ -1,8 +1,11 @@
-"""Measure the scripted manipulation experts' success rate on ogbench's evaluation tasks.
+"""Measure the scripted experts' success rate on ogbench's evaluation tasks.
 
 For every environment and every one of its five evaluation tasks, runs ``--seeds`` episodes of the
-expert (``embodia.rollout(..., "expert", env_kwargs={"task_id": k})``, seeds 0..N-1) and prints a
-Markdown table: environment, task, success rate, mean episode length (episodes end on success).
+expert (``embodia.rollout(..., "expert", env_kwargs={"task_id": k})``, seeds 0..N-1) and prints two
+Markdown tables: per environment (success over all tasks, mean episode length by task) and per task
+(success rate, mean episode length, failed seeds; episodes end on success). Writes them to
+``results/envs/ogbench_experts.json`` (``--quick``: one seed, two environments, under
+``runs/quick-results/``).
 
     .venv/bin/python scripts/measure_ogbench_experts.py --seeds 4
     .venv/bin/python scripts/measure_ogbench_experts.py --seeds 2 --envs CubeSingle Puzzle3x3
@@ -15,8 +18,10 @@ import sys
 import time
 
 import embodia
+from embodia.core.results import Column, Table, default_results_path, write_results
 
-ENVS = ("CubeSingle", "CubeDouble", "Scene", "Puzzle3x3", "Puzzle4x4")
+ENVS = ("PointMaze-Medium", "CubeSingle", "CubeDouble", "Scene", "Puzzle3x3", "Puzzle4x4")
+QUICK_ENVS = ("PointMaze-Medium", "CubeSingle")
 TASKS = (1, 2, 3, 4, 5)
 
 
@@ -31,29 +36,65 @@ def measure(env_name: str, task: int, seeds: int) -> tuple[float, float, list[in
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=4, help="episodes per task (seeds 0..N-1)")
-    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=ENVS, help="environments to measure")
+    parser.add_argument("--seeds", type=int, default=None, help="episodes per task, seeds 0..N-1 (default 4)")
+    parser.add_argument("--envs", nargs="+", default=None, choices=ENVS, help="environments to measure")
+    parser.add_argument("--quick", action="store_true", help="one seed, PointMaze-Medium and CubeSingle")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/envs/ogbench_experts.json)"
+    )
     args = parser.parse_args(argv)
+    seeds = args.seeds or (1 if args.quick else 4)
+    envs = args.envs or list(QUICK_ENVS if args.quick else ENVS)
 
-    rows = []
+    experts = Table(
+        [
+            Column("environment", "environment"),
+            Column("episodes", "episodes"),
+            Column("success", "success", ".0%"),
+            Column("lengths", "mean episode length by task (1-5)", ".0f"),
+        ]
+    )
+    tasks = Table(
+        [
+            Column("environment", "environment"),
+            Column("task", "task"),
+            Column("success", "success", ".0%"),
+            Column("length", "mean length", ".0f"),
+            Column("failed_seeds", "failed seeds"),
+        ]
+    )
     started = time.perf_counter()
-    for env_name in args.envs:
-        successes = []
+    for env_name in envs:
+        successes, lengths = [], []
         for task in TASKS:
-            rate, length, failed = measure(env_name, task, args.seeds)
+            rate, length, failed = measure(env_name, task, seeds)
             successes.append(rate)
+            lengths.append(length)
+            tasks.add(environment=env_name, task=task, success=rate, length=length, failed_seeds=failed)
             note = f" (failed seeds {failed})" if failed else ""
-            rows.append(f"| {env_name} | task{task} | {rate:.0%}{note} | {length:.0f} |")
             print(
                 f"{env_name} task{task}: {rate:.0%}, mean length {length:.0f}{note}",
                 file=sys.stderr,
                 flush=True,
             )
-        rows.append(f"| **{env_name}** | all | **{sum(successes) / len(successes):.0%}** | |")
-    print(f"\n{args.seeds} seeds per task, {time.perf_counter() - started:.0f} s\n")
-    print("| env | task | success | mean length |")
-    print("|---|---|---|---|")
-    print("\n".join(rows))
+        experts.add(
+            environment=env_name,
+            episodes=seeds * len(TASKS),
+            success=sum(successes) / len(successes),
+            lengths=lengths,
+        )
+    seconds = time.perf_counter() - started
+    print(f"\n{seeds} seeds per task, {seconds:.0f} s\n")
+    print(experts.markdown(), tasks.markdown(), sep="\n\n")
+    path = write_results(
+        args.results or default_results_path("envs/ogbench_experts", quick=args.quick),
+        {"experts": experts, "tasks": tasks},
+        name="envs/ogbench_experts",
+        title="The scripted experts on ogbench's five evaluation tasks",
+        seeds=range(seeds),
+        data={"seconds": seconds},
+    )
+    print(f"results: {path}")
     return 0
 
 

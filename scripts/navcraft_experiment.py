@@ -10,13 +10,16 @@ Steps: (a) generate the episodes (the 4 shipped scenes, then procedural ones) an
 (``solo``), one row per taxonomy type; (c) execute every episode with a random delay and door closing, with
 and without re-planning; (d) the LM planner (SmolLM2 by default, a weak baseline) on the first episodes,
 next to the planner and solo on the same ones; (e) draw one relay (or rendezvous) episode as executed.
-Markdown tables go to stdout, every number to ``--out`` (JSON), the picture to ``--image``.
+Markdown tables go to stdout and to the results file ``--results`` (default ``results/navcraft/experiment.json``;
+``--quick``: under ``runs/quick-results/``), which the NavCraft page renders; every episode's row goes to
+``--out`` (JSON), the picture to ``--image``.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -25,18 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.methods.report import progress_bar, save_json
 from embodia.agents.navcraft.benchmark import generate, scene_refs
 from embodia.agents.navcraft.evaluation import RunConfig, run_episodes
 from embodia.agents.navcraft.executor import execute
 from embodia.agents.navcraft.mission import TAXONOMY, NavCraftEpisode
 from embodia.agents.navcraft.render import draw_episode
+from embodia.core.results import Column, Table, default_results_path, write_results
 
-
-def _fmt(value: Any, digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+RESULTS_NAME = "navcraft/experiment"
+IMAGE = "docs/images/navcraft/episode.png"
 
 
 def _mean(rows: Sequence[dict], key: str) -> float | None:
@@ -47,7 +48,12 @@ def _mean(rows: Sequence[dict], key: str) -> float | None:
 
 
 def _reduction(solo: float | None, collab: float | None) -> float | None:
-    return None if not solo or collab is None else 100.0 * (solo - collab) / solo
+    """The makespan saved by collaborating, as a fraction of the solo makespan."""
+    return None if not solo or collab is None else (solo - collab) / solo
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
 
 
 def _groups(rows: Sequence[dict]) -> dict[str, list[int]]:
@@ -69,230 +75,173 @@ def _run(episodes, config: RunConfig, title: str, show: bool) -> list[dict]:
 
 
 # ---------------------------------------------------------------------- (a) statistics
-def generation_tables(stats: dict[str, Any]) -> str:
+def generation_tables(stats: dict[str, Any]) -> dict[str, Table]:
+    """Episodes by taxonomy type, leg and mission lengths, robots and items per episode, speed, rejections."""
     total = stats["episodes"]
-    by_type = [[name, n, f"{100.0 * n / total:.0f} %"] for name, n in stats["by_taxonomy"].items()]
-    hops, length = stats["room_hops"], stats["mission_length_m"]
-    summary = [
-        ["episodes", total],
+    taxonomy = Table(
+        [Column("taxonomy", "taxonomy"), Column("episodes", "episodes"), Column("share", "share", ".0%")]
+    )
+    for name, n in stats["by_taxonomy"].items():
+        taxonomy.add(taxonomy=name, episodes=n, share=n / total)
+    lengths = Table(
+        [Column("statistic", "statistic"), Column("mean", "mean"), Column("min", "min"), Column("max", "max")]
+    )
+    for label, key in (("room hops per leg", "room_hops"), ("mission length, m", "mission_length_m")):
+        lengths.add(statistic=label, **stats[key])
+    composition = Table(
+        [Column("quantity", "per episode"), Column("number", "number"), Column("episodes", "episodes")]
+    )
+    for quantity in ("robots", "items"):
+        for number, n in stats[quantity].items():
+            composition.add(quantity=quantity, number=int(number), episodes=n)
+    speed = Table(
         [
-            "room hops per leg (mean / min / max)",
-            f"{hops['mean']:.2f} / {hops['min']:.0f} / {hops['max']:.0f}",
-        ],
-        [
-            "mission length, m (mean / min / max)",
-            f"{length['mean']:.1f} / {length['min']:.1f} / {length['max']:.1f}",
-        ],
-        ["robots per episode", ", ".join(f"{k}: {v}" for k, v in stats["robots"].items())],
-        ["items per episode", ", ".join(f"{k}: {v}" for k, v in stats["items"].items())],
-        ["generation", f"{stats['seconds']:.1f} s, {stats['episodes_per_second']:.2f} episodes/s"],
-    ]
-    rejected = [[reason, n] for reason, n in stats["rejected"].items()]
-    return "\n\n".join(
-        [
-            markdown_table(["taxonomy", "episodes", "share"], by_type),
-            markdown_table(["statistic", "value"], summary),
-            markdown_table(["rejected candidate", "count"], rejected or [["-", 0]]),
+            Column("episodes", "episodes"),
+            Column("seconds", "generation (s)", ".1f"),
+            Column("rate", "episodes/s", ".2f"),
         ]
     )
+    speed.add(episodes=total, seconds=stats["seconds"], rate=stats["episodes_per_second"])
+    rejected = Table([Column("reason", "rejected candidate"), Column("count", "count")])
+    for reason, n in stats["rejected"].items():
+        rejected.add(reason=reason, count=n)
+    return {
+        "taxonomy": taxonomy,
+        "statistics": lengths,
+        "composition": composition,
+        "generation": speed,
+        "rejected": rejected,
+    }
 
 
 # ---------------------------------------------------------------------- (b) collaborative vs solo
-def comparison(collab: list[dict], solo: list[dict], episodes: list[NavCraftEpisode]) -> dict[str, Any]:
-    executed, planned = [], []
+def comparison_tables(
+    collab: list[dict], solo: list[dict], episodes: list[NavCraftEpisode]
+) -> dict[str, Table]:
+    """Executed solo vs collaborative per taxonomy type, and the time model's plans against the executions."""
+    executed = Table(
+        [
+            Column("taxonomy", "taxonomy"),
+            Column("episodes", "episodes"),
+            Column("solo_makespan", "solo makespan (s)", ".1f"),
+            Column("collab_makespan", "collab makespan (s)", ".1f"),
+            Column("reduction", "makespan reduction", ".1%"),
+            Column("success_solo", "success, solo", ".2f"),
+            Column("success_collab", "success, collab", ".2f"),
+            Column("step_success_solo", "step success, solo", ".2f"),
+            Column("step_success_collab", "step success, collab", ".2f"),
+            Column("handoff_errors", "handoff errors", ".2f"),
+            Column("interference", "interference events", ".2f"),
+            Column("spl_solo", "SPL, solo", ".2f"),
+            Column("spl_collab", "SPL, collab", ".2f"),
+        ]
+    )
+    planned = Table(
+        [
+            Column("taxonomy", "taxonomy"),
+            Column("planned_solo", "planned solo (s)", ".1f"),
+            Column("planned_collab", "planned collab (s)", ".1f"),
+            Column("planned_reduction", "planned reduction", ".1%"),
+            Column("executed_over_planned", "executed / planned (collab)", ".2f"),
+        ]
+    )
     for name, indices in _groups(collab).items():
         c, s = [collab[i] for i in indices], [solo[i] for i in indices]
         c_makespan, s_makespan = _mean(c, "makespan"), _mean(s, "makespan")
-        executed.append(
-            {
-                "taxonomy": name,
-                "episodes": len(indices),
-                "solo_makespan": s_makespan,
-                "collab_makespan": c_makespan,
-                "makespan_reduction_pct": _reduction(s_makespan, c_makespan),
-                "success_solo": _mean(s, "success"),
-                "success_collab": _mean(c, "success"),
-                "step_success_solo": _mean(s, "step_success"),
-                "step_success_collab": _mean(c, "step_success"),
-                "handoff_errors": _mean(c, "handoff_errors"),
-                "interference": _mean(c, "interference"),
-                "spl_solo": _mean(s, "spl_mean"),
-                "spl_collab": _mean(c, "spl_mean"),
-            }
+        executed.add(
+            taxonomy=name,
+            episodes=len(indices),
+            solo_makespan=s_makespan,
+            collab_makespan=c_makespan,
+            reduction=_reduction(s_makespan, c_makespan),
+            success_solo=_mean(s, "success"),
+            success_collab=_mean(c, "success"),
+            step_success_solo=_mean(s, "step_success"),
+            step_success_collab=_mean(c, "step_success"),
+            handoff_errors=_mean(c, "handoff_errors"),
+            interference=_mean(c, "interference"),
+            spl_solo=_mean(s, "spl_mean"),
+            spl_collab=_mean(c, "spl_mean"),
         )
         p_solo = float(np.mean([episodes[i].info["solo_makespan"] for i in indices]))
         p_collab = float(np.mean([episodes[i].info["makespan"] for i in indices]))
-        planned.append(
-            {
-                "taxonomy": name,
-                "episodes": len(indices),
-                "planned_solo_makespan": p_solo,
-                "planned_collab_makespan": p_collab,
-                "planned_reduction_pct": _reduction(p_solo, p_collab),
-                "executed_over_planned_collab": _ratio(_mean(c, "makespan"), p_collab),
-            }
+        planned.add(
+            taxonomy=name,
+            planned_solo=p_solo,
+            planned_collab=p_collab,
+            planned_reduction=_reduction(p_solo, p_collab),
+            executed_over_planned=_ratio(c_makespan, p_collab),
         )
     return {"executed": executed, "planned": planned}
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or not b else a / b
-
-
-def comparison_tables(result: dict[str, Any]) -> str:
-    executed = markdown_table(
-        [
-            "taxonomy",
-            "episodes",
-            "solo makespan (s)",
-            "collab makespan (s)",
-            "makespan reduction",
-            "success solo / collab",
-            "step success solo / collab",
-            "handoff errors",
-            "interference events",
-            "SPL solo / collab",
-        ],
-        [
-            [
-                r["taxonomy"],
-                r["episodes"],
-                _fmt(r["solo_makespan"], 1),
-                _fmt(r["collab_makespan"], 1),
-                f"{_fmt(r['makespan_reduction_pct'], 1)} %",
-                f"{_fmt(r['success_solo'])} / {_fmt(r['success_collab'])}",
-                f"{_fmt(r['step_success_solo'])} / {_fmt(r['step_success_collab'])}",
-                _fmt(r["handoff_errors"]),
-                _fmt(r["interference"]),
-                f"{_fmt(r['spl_solo'])} / {_fmt(r['spl_collab'])}",
-            ]
-            for r in result["executed"]
-        ],
-    )
-    planned = markdown_table(
-        [
-            "taxonomy",
-            "planned solo (s)",
-            "planned collab (s)",
-            "planned reduction",
-            "executed / planned (collab)",
-        ],
-        [
-            [
-                r["taxonomy"],
-                _fmt(r["planned_solo_makespan"], 1),
-                _fmt(r["planned_collab_makespan"], 1),
-                f"{_fmt(r['planned_reduction_pct'], 1)} %",
-                _fmt(r["executed_over_planned_collab"]),
-            ]
-            for r in result["planned"]
-        ],
-    )
-    return executed + "\n\n" + planned
-
-
 # ---------------------------------------------------------------------- (c) disturbances
-def disturbance_summary(with_replan: list[dict], without: list[dict]) -> dict[str, Any]:
-    table = []
+def disturbance_tables(with_replan: list[dict], without: list[dict]) -> dict[str, Table]:
+    """Disturbed runs with and without re-planning, and the missions re-planning saved (and lost)."""
+    table = Table(
+        [
+            Column("run", "disturbed run"),
+            Column("episodes", "episodes"),
+            Column("success", "success", ".2f"),
+            Column("step_success", "step success", ".2f"),
+            Column("makespan", "makespan (s)", ".1f"),
+            Column("makespan_successful", "makespan, successful (s)", ".1f"),
+            Column("handoff_errors", "handoff errors", ".2f"),
+            Column("replans", "re-plans", ".2f"),
+        ]
+    )
     for label, rows in (("re-planning", with_replan), ("no re-planning", without)):
-        table.append(
-            {
-                "run": label,
-                "episodes": len(rows),
-                "success": _mean(rows, "success"),
-                "step_success": _mean(rows, "step_success"),
-                "makespan": _mean(rows, "makespan"),
-                "makespan_successful": _mean([r for r in rows if r["success"]], "makespan"),
-                "handoff_errors": _mean(rows, "handoff_errors"),
-                "replans": _mean(rows, "replans"),
-            }
+        table.add(
+            run=label,
+            episodes=len(rows),
+            success=_mean(rows, "success"),
+            step_success=_mean(rows, "step_success"),
+            makespan=_mean(rows, "makespan"),
+            makespan_successful=_mean([r for r in rows if r["success"]], "makespan"),
+            handoff_errors=_mean(rows, "handoff_errors"),
+            replans=_mean(rows, "replans"),
         )
     failed_without = [i for i, r in enumerate(without) if not r["success"]]
     saved = [i for i in failed_without if with_replan[i]["success"]]
     lost = [i for i, r in enumerate(with_replan) if not r["success"] and without[i]["success"]]
-    return {
-        "table": table,
-        "saved": len(saved),
-        "failed_without_replan": len(failed_without),
-        "lost_by_replan": len(lost),
-        "saved_episodes": [without[i]["episode_id"] for i in saved],
-    }
-
-
-def disturbance_tables(result: dict[str, Any]) -> str:
-    table = markdown_table(
+    effect = Table(
         [
-            "disturbed run",
-            "episodes",
-            "success",
-            "step success",
-            "makespan (s)",
-            "makespan, successful (s)",
-            "handoff errors",
-            "re-plans",
-        ],
-        [
-            [
-                r["run"],
-                r["episodes"],
-                _fmt(r["success"]),
-                _fmt(r["step_success"]),
-                _fmt(r["makespan"], 1),
-                _fmt(r["makespan_successful"], 1),
-                _fmt(r["handoff_errors"]),
-                _fmt(r["replans"]),
-            ]
-            for r in result["table"]
-        ],
+            Column("failed_without", "missions failed without re-planning"),
+            Column("saved", "saved by re-planning (success with, failure without)"),
+            Column("lost", "lost by re-planning (failure with, success without)"),
+        ]
     )
-    return (
-        f"{table}\n\nre-planning saved {result['saved']} of {result['failed_without_replan']} missions "
-        f"(success with re-planning, failure without); it lost {result['lost_by_replan']} "
-        "(failure with, success without)."
-    )
+    effect.add(failed_without=len(failed_without), saved=len(saved), lost=len(lost))
+    return {"disturbance": table, "replanning": effect}
 
 
 # ---------------------------------------------------------------------- (d) LM planner
-def lm_summary(llm: list[dict], collab: list[dict], solo: list[dict]) -> list[dict[str, Any]]:
-    n = len(llm)
-    out = []
-    for label, rows in (("llm", llm), ("planner", collab[:n]), ("solo", solo[:n])):
-        fallbacks = [r["lm_fallback"] for r in rows if r["lm_fallback"] is not None]
-        out.append(
-            {
-                "agent": label,
-                "episodes": len(rows),
-                "success": _mean(rows, "success"),
-                "step_success": _mean(rows, "step_success"),
-                "makespan": _mean(rows, "makespan"),
-                "unusable_answer": float(np.mean(fallbacks)) if fallbacks else None,
-            }
-        )
-    return out
-
-
-def lm_table(rows: list[dict[str, Any]], model: str) -> str:
-    return markdown_table(
+def lm_table(llm: list[dict], collab: list[dict], solo: list[dict], model: str) -> Table:
+    """The LM planner next to the planner and the primary robot alone, on the same (first) episodes."""
+    table = Table(
         [
-            "agent (same episodes)",
-            "episodes",
-            "success",
-            "step success",
-            "makespan (s)",
-            "unusable LM answer",
-        ],
-        [
-            [
-                f"{r['agent']} ({model})" if r["agent"] == "llm" else r["agent"],
-                r["episodes"],
-                _fmt(r["success"]),
-                _fmt(r["step_success"]),
-                _fmt(r["makespan"], 1),
-                _fmt(r["unusable_answer"]),
-            ]
-            for r in rows
-        ],
+            Column("agent", "agent (same episodes)"),
+            Column("episodes", "episodes"),
+            Column("success", "success", ".2f"),
+            Column("step_success", "step success", ".2f"),
+            Column("makespan", "makespan (s)", ".1f"),
+            Column("unusable", "unusable LM answer", ".2f"),
+        ]
     )
+    n = len(llm)
+    if n == 0:  # not run: an empty table of the same layout
+        return table
+    for label, rows in ((f"llm ({model})", llm), ("planner", collab[:n]), ("solo", solo[:n])):
+        fallbacks = [r["lm_fallback"] for r in rows if r["lm_fallback"] is not None]
+        table.add(
+            agent=label,
+            episodes=len(rows),
+            success=_mean(rows, "success"),
+            step_success=_mean(rows, "step_success"),
+            makespan=_mean(rows, "makespan"),
+            unusable=float(np.mean(fallbacks)) if fallbacks else None,
+        )
+    return table
 
 
 # ---------------------------------------------------------------------- (e) picture
@@ -305,28 +254,50 @@ def picture_episode(episodes: list[NavCraftEpisode]) -> NavCraftEpisode | None:
     return next((e for e in episodes if e.info.get("taxonomy") != "solo"), episodes[0] if episodes else None)
 
 
-def write_picture(episode: NavCraftEpisode, path: Path) -> dict[str, Any]:
+def write_picture(episode: NavCraftEpisode, path: Path) -> tuple[Table, dict[str, Any]]:
+    """Execute ``episode``, draw it to ``path``; its numbers as a one-row table, and the rest as data."""
     from PIL import Image
 
     result = execute(episode)
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(draw_episode(episode, result)).save(path)
-    return {
+    table = Table(
+        [
+            Column("scene", "scene"),
+            Column("taxonomy", "taxonomy"),
+            Column("planned_solo", "planned solo (s)", ".1f"),
+            Column("planned", "planned (s)", ".1f"),
+            Column("executed", "executed (s)", ".1f"),
+        ]
+    )
+    table.add(
+        scene=episode.mission.scene_id,
+        taxonomy=episode.info.get("taxonomy"),
+        planned_solo=episode.info["solo_makespan"],
+        planned=result.planned_makespan,
+        executed=result.makespan,
+    )
+    data = {
         "path": str(path),
         "episode_id": episode.episode_id,
-        "taxonomy": episode.info.get("taxonomy"),
         "success": result.success,
-        "makespan": result.makespan,
-        "planned_makespan": result.planned_makespan,
         "handoffs": len(result.handoffs),
     }
+    return table, data
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 scenes x 3 episodes, LM on 1 (tests)")
-    parser.add_argument("--out", default="runs/agents/navcraft.json")
-    parser.add_argument("--image", default="docs/images/navcraft/episode.png")
+    parser.add_argument("--out", default="runs/agents/navcraft.json", help="every episode's row (JSON)")
+    parser.add_argument(
+        "--results", default=None, help=f"results file (default: results/{RESULTS_NAME}.json)"
+    )
+    parser.add_argument(
+        "--image",
+        default=None,
+        help="the picture (default: docs/images/navcraft/episode.png; --quick: runs/)",
+    )
     parser.add_argument("--scenes", type=int, default=None, help="scenes (default 8: 4 shipped + procedural)")
     parser.add_argument("--episodes", type=int, default=None, help="episodes per scene (default 25)")
     parser.add_argument("--seed", type=int, default=0)
@@ -334,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lm-episodes", type=int, default=None, help="episodes for the LM (default 10)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    results_path = args.results or default_results_path(RESULTS_NAME, quick=args.quick)
+    image = Path(args.image or ("runs/quick-results/navcraft/episode.png" if args.quick else IMAGE))
     scenes = args.scenes or (2 if args.quick else 8)
     per_scene = args.episodes or (3 if args.quick else 25)
     lm_episodes = args.lm_episodes if args.lm_episodes is not None else (1 if args.quick else 10)
@@ -341,20 +314,29 @@ def main(argv: list[str] | None = None) -> int:
     say = print if show else (lambda *a, **k: None)
     began = time.perf_counter()
     seconds: dict[str, float] = {}
+    tables: dict[str, Table] = {}
+
+    def report(title: str, names: Sequence[str]) -> None:
+        say(f"## {title}\n")
+        for name in names:
+            say(tables[name].markdown() + "\n")
 
     generated = generate(scene_refs(scenes, args.seed), per_scene, args.seed)
     episodes, stats = generated.episodes, generated.stats
     seconds["generate"] = stats["seconds"]
-    say(f"## NavCraft benchmark: {len(episodes)} episodes in {scenes} scenes (seed {args.seed})\n")
-    say(generation_tables(stats) + "\n")
+    tables |= generation_tables(stats)
+    report(
+        f"NavCraft benchmark: {len(episodes)} episodes in {scenes} scenes (seed {args.seed})", list(tables)
+    )
 
     t = time.perf_counter()
     collab = _run(episodes, RunConfig(agent="planner", seed=args.seed), "planner", show)
     solo = _run(episodes, RunConfig(agent="solo", seed=args.seed), "solo", show)
     seconds["execute"] = time.perf_counter() - t
-    compared = comparison(collab, solo, episodes)
-    say("## Collaborative schedule vs primary robot alone (executed, no disturbance)\n")
-    say(comparison_tables(compared) + "\n")
+    tables |= comparison_tables(collab, solo, episodes)
+    report(
+        "Collaborative schedule vs primary robot alone (executed, no disturbance)", ["executed", "planned"]
+    )
 
     t = time.perf_counter()
     disturbed = _run(
@@ -364,58 +346,62 @@ def main(argv: list[str] | None = None) -> int:
         episodes, RunConfig(disturb=True, replan=False, seed=args.seed), "disturbed, no re-plan", show
     )
     seconds["disturbed"] = time.perf_counter() - t
-    disturbance = disturbance_summary(disturbed, stuck)
-    say("## Random delay + door closing, with and without re-planning (collaborative schedule)\n")
-    say(disturbance_tables(disturbance) + "\n")
+    tables |= disturbance_tables(disturbed, stuck)
+    report(
+        "Random delay + door closing, with and without re-planning (collaborative schedule)",
+        ["disturbance", "replanning"],
+    )
 
-    lm: dict[str, Any] = {"model": None, "episodes": 0, "table": [], "rows": []}
+    llm_rows: list[dict] = []
+    max_new_tokens = 16 if args.quick else 96
     if args.lm.lower() != "none" and lm_episodes > 0:
         t = time.perf_counter()
-        config = RunConfig(agent="llm", lm=args.lm, max_new_tokens=16 if args.quick else 96, seed=args.seed)
+        config = RunConfig(agent="llm", lm=args.lm, max_new_tokens=max_new_tokens, seed=args.seed)
         llm_rows = _run(episodes[:lm_episodes], config, f"LM planner ({args.lm})", show)
         seconds["lm"] = time.perf_counter() - t
-        lm = {
-            "model": args.lm,
-            "episodes": len(llm_rows),
-            "max_new_tokens": config.max_new_tokens,
-            "table": lm_summary(llm_rows, collab, solo),
-            "rows": llm_rows,
-        }
-        say(f"## LM planner ({args.lm}) on the first {len(llm_rows)} episodes\n")
-        say(lm_table(lm["table"], args.lm) + "\n")
+    tables["lm"] = lm_table(llm_rows, collab, solo, args.lm)
+    if llm_rows:
+        report(f"LM planner ({args.lm}) on the first {len(llm_rows)} episodes", ["lm"])
 
     picture = None
     chosen = picture_episode(episodes)
     if chosen is not None:
-        picture = write_picture(chosen, Path(args.image))
-        say(f"picture of {chosen.episode_id} ({picture['taxonomy']}) written to {args.image}")
+        tables["picture"], picture = write_picture(chosen, image)
+        say(f"picture of {chosen.episode_id} ({chosen.info.get('taxonomy')}) written to {image}\n")
+        say(tables["picture"].markdown() + "\n")
     seconds["total"] = time.perf_counter() - began
+    tables["timing"] = Table([Column("stage", "stage"), Column("seconds", "seconds")])
+    for stage, value in seconds.items():
+        tables["timing"].add(stage=stage, seconds=value)
     say(f"total {seconds['total']:.0f} s")
-    save_json(
-        args.out,
-        {
-            "config": {
-                "scenes": scene_refs(scenes, args.seed),
-                "episodes_per_scene": per_scene,
-                "seed": args.seed,
-                "lm": args.lm,
-                "lm_episodes": lm_episodes,
-                "quick": args.quick,
-            },
-            "generation": stats,
-            "comparison": compared,
-            "disturbance": disturbance,
-            "lm": lm,
-            "picture": picture,
-            "seconds": seconds,
-            "rows": {
-                "planner": collab,
-                "solo": solo,
-                "disturbed_replan": disturbed,
-                "disturbed_no_replan": stuck,
-            },
-        },
+
+    config = {
+        "scenes": scene_refs(scenes, args.seed),
+        "episodes_per_scene": per_scene,
+        "seed": args.seed,
+        "lm": args.lm,
+        "lm_episodes": lm_episodes,
+        "max_new_tokens": max_new_tokens,
+        "quick": args.quick,
+    }
+    rows = {
+        "planner": collab,
+        "solo": solo,
+        "disturbed_replan": disturbed,
+        "disturbed_no_replan": stuck,
+        "llm": llm_rows,
+    }
+    save_json(args.out, {"config": config, "generation": stats, "rows": rows})
+    write_results(
+        results_path,
+        tables,
+        name=RESULTS_NAME,
+        title="NavCraft: generated missions, collaborative vs solo execution, disturbances, LM planner",
+        command=None if argv is None else shlex.join(["python", "scripts/navcraft_experiment.py", *argv]),
+        seeds=[args.seed],
+        data={"config": config, "picture": picture, "rows_file": str(args.out)},
     )
+    say(f"results: {results_path}")
     return 0
 
 

@@ -11,6 +11,14 @@ and the true exposure; mean and 95 % t-interval over seeds.
     .venv/bin/python scripts/peer_effects_experiment.py --grid reduced   # every mechanism on sbm and lesmis,
                                                                          # every generator on triangle
     .venv/bin/python scripts/peer_effects_experiment.py --quick    # tiny graphs, 1 seed, few epochs (tests)
+    .venv/bin/python scripts/peer_effects_experiment.py --first-seed 5   # held-out seeds 5-9
+
+Writes the results file ``results/methods/peer_effects.json`` (other runs write beside it: ``_heldout`` is
+appended when the seeds do not start at 0, ``_reduced`` for ``--grid reduced``, ``_custom`` for other
+generators, mechanisms, seeds or sizes; a ``--quick`` run writes under ``runs/quick-results/``,
+``--results PATH`` anywhere) with three tables, ``peer_pehe``, ``direct_pehe`` and
+``exposure_spearman`` (one row per generator x mechanism, mean and 95 % t-interval over the seeds, and the
+best model by mean), and the raw numbers of every seed to ``--out``.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ import time
 from typing import Any
 
 from embodia.agents.methods.egonet_gnn.synthetic import GENERATORS, MECHANISMS
-from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.methods.report import progress_bar, save_json
+from embodia.core.results import Column, Table, default_results_path, interval, write_results
 
 RUNS = {
     "egonet-tarnet": {"model": "egonet", "head": "tarnet"},
@@ -39,20 +48,25 @@ def settings(grid: str, generators: list[str], mechanisms: list[str]) -> list[tu
     return chosen + [(g, "triangle") for g in generators if (g, "triangle") not in chosen]
 
 
-def _cell(values: list[float | None], best: bool = False) -> str:
+def _cell(values: list[float | None]) -> Any:
+    """Mean and 95 % t-interval over seeds (a plain mean for one seed, None for no value)."""
     from embodia.agents.methods.egonet_gnn.synthetic import t_interval
 
     mean, half = t_interval(values)
     if mean != mean:  # NaN: no value at all
-        return "-"
-    text = f"{mean:.2f}" if half is None else f"{mean:.2f} ± {half:.2f}"
-    return f"**{text}**" if best else text
+        return None
+    return mean if half is None else interval(mean, mean - half, mean + half)
 
 
-def table(results: list[dict[str, Any]], metric: str, lower_is_better: bool) -> str:
+def table(results: list[dict[str, Any]], metric: str, lower_is_better: bool) -> Table:
+    """One row per setting: each model's ``metric`` over the seeds, and the model with the best mean."""
     import numpy as np
 
-    rows = []
+    out = Table(
+        [Column("generator", "generator"), Column("mechanism", "mechanism")]
+        + [Column(name.replace("-", "_"), name, ".2f") for name in RUNS]
+        + [Column("best", "best")]
+    )
     for setting in results:
         means = {
             name: float(np.mean([v for v in setting["runs"][name][metric] if v is not None] or [np.nan]))
@@ -60,11 +74,22 @@ def table(results: list[dict[str, Any]], metric: str, lower_is_better: bool) -> 
         }
         finite = {k: v for k, v in means.items() if v == v}
         best = (min if lower_is_better else max)(finite, key=finite.get) if finite else None
-        rows.append(
-            [setting["generator"], setting["mechanism"]]
-            + [_cell(setting["runs"][name][metric], name == best) for name in RUNS]
+        out.add(
+            generator=setting["generator"],
+            mechanism=setting["mechanism"],
+            **{name.replace("-", "_"): _cell(setting["runs"][name][metric]) for name in RUNS},
+            best=best,
         )
-    return markdown_table(["generator", "mechanism", *RUNS], rows)
+    return out
+
+
+def results_name(args: argparse.Namespace, defaults: argparse.Namespace) -> str:
+    """The results file a run writes by default: only the full default run writes ``peer_effects``; the
+    reduced grid, the held-out seeds and any other choice of settings or sizes get files of their own."""
+    name = "methods/peer_effects" + ("_reduced" if args.grid == "reduced" else "")
+    name += "_heldout" if args.first_seed else ""
+    custom = ("generators", "mechanisms", "seeds", "n", "epochs")
+    return name + ("_custom" if any(getattr(args, k) != getattr(defaults, k) for k in custom) else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=300, help="units per network")
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (small graphs: 1 is fastest)")
-    parser.add_argument("--out", default="runs/agents/peer_effects.json")
+    parser.add_argument("--out", default="runs/agents/peer_effects.json", help="raw numbers per seed (JSON)")
+    parser.add_argument(
+        "--results",
+        default=None,
+        help="results file (default: results/methods/peer_effects[_reduced][_heldout][_custom].json)",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
@@ -135,35 +165,46 @@ def main(argv: list[str] | None = None) -> int:
                     update(done, total, f"{generator}/{mechanism} seed {seed} {name}")
             results.append(setting)
     wall = time.perf_counter() - started
+    tables = {
+        "peer_pehe": table(results, "pehe_peer", lower_is_better=True),
+        "direct_pehe": table(results, "pehe_direct", lower_is_better=True),
+        "exposure_spearman": table(results, "exposure_spearman", lower_is_better=False),
+    }
     print(
-        f"PEHE of the individual peer effects (all neighbours treated vs none), mean ± 95 % t-interval over "
-        f"{seeds} seed(s); lower is better, best in bold\n"
+        f"PEHE of the individual peer effects (all neighbours treated vs none), mean [95 % t-interval] over "
+        f"{seeds} seed(s); lower is better\n"
     )
-    print(table(results, "pehe_peer", lower_is_better=True))
+    print(tables["peer_pehe"].markdown())
     print("\nPEHE of the individual direct effects\n")
-    print(table(results, "pehe_direct", lower_is_better=True))
+    print(tables["direct_pehe"].markdown())
     print(
         "\nSpearman correlation between learned and true exposure (EgoNetGNN: of the least-squares fit of its "
         "2 dimensions); higher is better\n"
     )
-    print(table(results, "exposure_spearman", lower_is_better=False))
+    print(tables["exposure_spearman"].markdown())
     print(
         f"\n{len(chosen)} settings x {seeds} seeds x {len(RUNS)} models, about {n} units, {epochs} epochs; "
         f"{wall:.0f} s"
     )
-    save_json(
-        args.out,
-        {
-            "grid": grid,
-            "seeds": seeds,
-            "first_seed": args.first_seed,
-            "n": n,
-            "epochs": epochs,
-            "models": RUNS,
-            "wall_s": wall,
-            "settings": results,
-        },
+    raw = {
+        "grid": grid,
+        "seeds": seeds,
+        "first_seed": args.first_seed,
+        "n": n,
+        "epochs": epochs,
+        "models": RUNS,
+        "wall_s": wall,
+        "settings": results,
+    }
+    save_json(args.out, raw)
+    written = write_results(
+        args.results or default_results_path(results_name(args, parser.parse_args([])), quick=args.quick),
+        tables,
+        title="EgoNetGNN against fixed exposure mappings on synthetic networks with known peer effects",
+        seeds=range(args.first_seed, args.first_seed + seeds),
+        data=raw,
     )
+    print(f"results: {written}", file=sys.stderr)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Render the README's kitchen figures: one image and one expert GIF per task, and a grid of layouts.
+"""Render the kitchen guide's figures: one image and one expert GIF per task, and a grid of layouts.
 
 Writes into ``--out`` (default ``docs/images/kitchen``):
 

@@ -1,4 +1,4 @@
-"""Render the README pictures of the navigation environments into docs/images/nav/.
+"""Render the pictures of the navigation environments into docs/images/nav/.
 
     python scripts/render_nav.py [--out docs/images/nav] [--quick]
 

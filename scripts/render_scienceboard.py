@@ -1,4 +1,4 @@
-"""The README's ScienceBoard pictures: one per program, each from a real episode.
+"""The ScienceBoard guide's pictures: one per program, each from a real episode.
 
     python scripts/render_scienceboard.py --out docs/images/scienceboard
 

@@ -8,8 +8,9 @@ FG-ARI and mBO on held-out videos (seed=1), several seeds each:
 - ``srl``:  + deblurring and denoising after the warm-up (full SRL).
 
 The frozen features come from a small ConvEncoder pretrained here as a frame autoencoder (once, seed 0,
-shared by every run, so the variants differ only in the slot model's losses and seeds). Prints markdown
-tables, writes JSON (``--out``) and a mask picture (frames, ground truth, each variant's decoder masks).
+shared by every run, so the variants differ only in the slot model's losses and seeds). Prints the table,
+writes the results file (``--results``; table ``variants``) that docs/guides/video.md renders, the raw runs
+(``--out``) and a mask picture (frames, ground truth, each variant's decoder masks).
 
     python scripts/srl_experiment.py            # full run (~12 min on 2 CPU cores)
     python scripts/srl_experiment.py --quick    # tiny preset, a few steps, 1 seed
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from embodia.core.results import Column, Table, default_results_path, interval, write_results
 from embodia.perception.srl import (
     VARIANTS,
     SRLConfig,
@@ -89,20 +91,32 @@ def summarise(runs: list[dict]) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict]) -> str:
-    def cell(stat: dict, scale: float = 100.0) -> str:
-        return f"{stat['mean'] * scale:.1f} [{stat['min'] * scale:.1f}, {stat['max'] * scale:.1f}]"
+def table(rows: list[dict]) -> Table:
+    """FG-ARI and mBO (x100) as mean [min, max] over seeds, per variant."""
 
-    lines = [
-        "| variant | seeds | FG-ARI (decoder masks) | mBO (decoder masks) | FG-ARI (attention masks) | train s |",
-        "|---|---|---|---|---|---|",
-    ]
+    def cell(stat: dict, scale: float = 100.0) -> dict[str, float]:
+        return interval(stat["mean"] * scale, stat["min"] * scale, stat["max"] * scale)
+
+    result = Table(
+        [
+            Column("variant", "variant"),
+            Column("seeds", "seeds"),
+            Column("fg_ari", "FG-ARI (decoder masks)", ".1f"),
+            Column("mbo", "mBO (decoder masks)", ".1f"),
+            Column("fg_ari_attn", "FG-ARI (attention masks)", ".1f"),
+            Column("train_s", "train s", ".0f"),
+        ]
+    )
     for r in rows:
-        lines.append(
-            f"| {r['variant']} | {r['seeds']} | {cell(r['fg_ari'])} | {cell(r['mbo'])} | {cell(r['fg_ari_attn'])} "
-            f"| {r['train_s']['mean']:.0f} |"
+        result.add(
+            variant=r["variant"],
+            seeds=r["seeds"],
+            fg_ari=cell(r["fg_ari"]),
+            mbo=cell(r["mbo"]),
+            fg_ari_attn=cell(r["fg_ari_attn"]),
+            train_s=r["train_s"]["mean"],
         )
-    return "\n".join(lines)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test", type=int, default=16, help="held-out videos (seed 1)")
     parser.add_argument("--steps", type=int, default=1500, help="optimiser steps per run")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per variant")
-    parser.add_argument("--out", default="runs/perception/srl.json")
+    parser.add_argument("--out", default="runs/perception/srl.json", help="raw runs (JSON)")
+    parser.add_argument("--results", default=None, help="results file (default: results/perception/srl.json)")
     parser.add_argument(
         "--picture", default=None, help=f"mask picture (default {PICTURE}; next to --out with --quick)"
     )
@@ -162,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                 pictures[variant] = predict_masks(model, encoder, test.rgb[:2])
 
     rows = summarise(runs)
-    text = table(rows)
+    variants = table(rows)
+    text = variants.markdown()
     print(
         f"\n{n_train} training / {n_test} held-out videos, {steps} steps, {seeds} seed(s) (x100; mean [min, max])\n"
     )
@@ -184,7 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
-    print(f"\nwrote {out} and {picture} ({result['total_s']:.0f}s)")
+    path = write_results(
+        args.results or default_results_path("perception/srl", quick=args.quick),
+        {"variants": variants},
+        name="perception/srl",
+        title="SRL: object discovery on movi-lite videos with and without the SRL losses",
+        seeds=range(seeds),
+        data={k: v for k, v in result.items() if k not in ("runs", "table")}
+        | {"runs": [{k: v for k, v in r.items() if k != "log"} for r in runs]},
+    )
+    print(f"\nwrote {out}, {path} and {picture} ({result['total_s']:.0f}s)")
     return 0
 
 

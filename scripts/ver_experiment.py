@@ -1,6 +1,6 @@
 """VER end to end at CPU scale: teachers -> distilled expert library -> pixel policies, against baselines.
 
-    python scripts/ver_experiment.py            # the README's tables (~60 min on 2 cores)
+    python scripts/ver_experiment.py            # results/perception/ver.json (~60 min on 2 cores)
     python scripts/ver_experiment.py --quick    # seconds: the pipeline runs (the tests run it)
 
 1. Labelled frames from ``embodia/Visual-CubeSingle-v0`` and three teachers with different objectives
@@ -12,6 +12,9 @@
    with a trained patch-wise router with and without Curriculum Top-K Annealing (and, as an ablation,
    annealed with the distillation's router noise). Success over evaluation
    episodes, action error on held-out demonstrations, expert-usage entropy over training, ms per image.
+
+Writes the results file (``--results``; tables ``encoders``, ``usage_entropy``, ``distillation``) that
+docs/guides/perception.md renders, and prints its tables.
 """
 
 from __future__ import annotations
@@ -25,13 +28,20 @@ from pathlib import Path
 import torch
 
 import embodia
+from embodia.core.results import Column, Table, default_results_path, write_results
 from embodia.perception.datasets import FrameDatasetConfig, load_frames, render_labelled_frames, save_frames
 from embodia.perception.encoder_io import load_encoder, save_encoder
 from embodia.perception.teachers import TEACHERS, TeacherTrainConfig, train_teacher
 from embodia.perception.ver.distill import DistillConfig, distill, load_library, save_library
 from embodia.perception.ver.encoder import VEREncoder
 from embodia.perception.ver.model import VERConfig, VisionExpertLibrary
-from embodia.policies.pixel_comparison import PixelArm, PixelComparisonConfig, markdown, run_pixel_comparison
+from embodia.policies.pixel_comparison import (
+    PixelArm,
+    PixelComparisonConfig,
+    comparison_table,
+    markdown,
+    run_pixel_comparison,
+)
 
 ENV = "embodia/Visual-CubeSingle-v0"
 FAST = {"shadow_size": 0, "multisamples": 0}
@@ -52,7 +62,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--max-episode-steps", type=int, default=100, help="evaluation episode length")
     parser.add_argument("--workers", type=int, default=2, help="parallel runs on Ray (1: no Ray)")
-    return parser.parse_args(argv)
+    parser.add_argument("--results", default=None, help="results file (default: results/perception/ver.json)")
+    args = parser.parse_args(argv)
+    args.results = args.results or default_results_path("perception/ver", quick=args.quick)
+    return args
 
 
 def teachers_and_frames(args: argparse.Namespace, out: Path) -> tuple[dict, object, dict]:
@@ -167,23 +180,61 @@ def main(argv: list[str] | None = None) -> int:
     summary["teachers"] = teacher_report
     summary["minutes"] = (time.perf_counter() - started) / 60
     (out / "results.json").write_text(json.dumps(summary, indent=2, default=str))
+    tables = {
+        "encoders": comparison_table(summary),
+        "usage_entropy": usage_table(summary),
+        "distillation": distillation_table(history),
+    }
     print(markdown(summary))
-    print(usage_table(summary))
+    print(tables["usage_entropy"].markdown() + "\n")
+    print(tables["distillation"].markdown() + "\n")
     last = history[-1]
     print(f"distillation: loss {history[0]['loss']:.3f} -> {last['loss']:.3f}, MI {last['mi']:.3f} nats")
+    path = write_results(
+        args.results,
+        tables,
+        name="perception/ver",
+        title="VER: pixel policies with each image encoder on Visual-CubeSingle",
+        seeds=config.seeds,
+        data={
+            "config": summary["config"],
+            "distillation": summary["distillation"],
+            "teachers": teacher_report,
+            "rows": summary["rows"],
+            "minutes": summary["minutes"],
+        },
+    )
+    print(f"results -> {path}")
     return 0
 
 
-def usage_table(summary: dict) -> str:
-    """Expert-usage entropy (nats) of the VER routers at the start, middle and end of training."""
-    lines = ["| encoder | usage entropy: first log | middle | last |", "|---|---|---|---|"]
+def usage_table(summary: dict) -> Table:
+    """Expert-usage entropy (nats) of the VER routers at the first log, the middle and the end of training,
+    averaged over seeds."""
+    table = Table(
+        [
+            Column("encoder", "encoder"),
+            Column("first", "usage entropy: first log", ".3f"),
+            Column("middle", "middle", ".3f"),
+            Column("last", "last", ".3f"),
+        ]
+    )
     for row in summary["rows"]:
         traces = [t for t in row["usage_entropy"] if t]
         if not traces:
             continue
         mean = [sum(t[i][1] for t in traces) / len(traces) for i in range(len(traces[0]))]
-        lines.append(f"| {row['label']} | {mean[0]:.3f} | {mean[len(mean) // 2]:.3f} | {mean[-1]:.3f} |")
-    return "\n".join(lines) + "\n"
+        table.add(encoder=row["label"], first=mean[0], middle=mean[len(mean) // 2], last=mean[-1])
+    return table
+
+
+def distillation_table(history: list[dict]) -> Table:
+    """Each teacher's distillation loss (cosine + smooth-L1 on patches and pooled vector) at the last log."""
+    table = Table([Column("teacher", "teacher"), Column("final_loss", "final distillation loss", ".2f")])
+    for key, value in history[-1].items():
+        if key.startswith("loss/"):
+            table.add(teacher=key.removeprefix("loss/"), final_loss=value)
+    return table
 
 
 if __name__ == "__main__":

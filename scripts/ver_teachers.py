@@ -4,8 +4,9 @@ Renders ``--frames-episodes`` noisy-expert episodes of ``embodia/Visual-CubeSing
 segmentation and state labels (saved as ``OUT/frames.zarr``), trains the geometry (depth + segmentation),
 contrastive (SimCLR, arXiv:2002.05709) and state teachers on the first 90 % of the frames, saves each as an
 encoder folder ``OUT/<name>`` (``embodia.perception.encoder_io``), measures how much they disagree (linear
-CKA between their pooled features on the held-out 10 %, arXiv:1905.00414) and writes ``OUT/teachers.json``;
-prints a markdown table.
+CKA between their pooled features on the held-out 10 %, arXiv:1905.00414) and writes ``OUT/teachers.json``
+and the results file (``--results``: tables ``teachers``, ``heldout``, ``cka``, ``run``) that
+docs/guides/perception.md renders; prints its tables.
 
     python scripts/ver_teachers.py            # full run (~4.5 min on 2 shared CPU cores)
     python scripts/ver_teachers.py --quick    # 3 short episodes, 20 steps per teacher (< 40 s)
@@ -22,7 +23,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from embodia.perception.datasets import FrameDatasetConfig, load_frames, render_labelled_frames, save_frames
+from embodia.core.results import Column, Table, default_results_path, write_results
+from embodia.perception.datasets import (
+    CLASSES,
+    FrameDatasetConfig,
+    LabelledFrames,
+    load_frames,
+    render_labelled_frames,
+    save_frames,
+)
 from embodia.perception.encoder_io import save_encoder
 from embodia.perception.encoders import prepare
 from embodia.perception.teachers import (
@@ -35,10 +44,15 @@ from embodia.perception.teachers import (
     train_teacher,
 )
 
+#: the held-out metrics the tables show: teacher -> (metric key, label)
 HEADLINE = {
-    "geometry": ("depth_l1_m", "seg_pixel_acc"),
-    "contrastive": ("retrieval_top1", "retrieval_top1_near"),
-    "state": ("state_r2", "phase_acc"),
+    "geometry": (
+        ("depth_l1_m", "depth L1 (m)"),
+        ("seg_pixel_acc", "segmentation pixel accuracy"),
+        ("cube_pixel_recall", "cube pixel recall"),
+    ),
+    "contrastive": (("retrieval_top1", "two-view retrieval top-1"),),
+    "state": (("state_r2", "state R² (mean over targets)"), ("phase_acc", "phase accuracy")),
 }
 
 
@@ -60,7 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny run for tests (< 40 s)")
     parser.add_argument("--frames", type=Path, default=None, help="use this saved frame store, do not render")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="results file (default: results/perception/ver_teachers.json)",
+    )
     args = parser.parse_args(argv)
+    args.results = args.results or default_results_path("perception/ver_teachers", quick=args.quick)
     torch.set_num_threads(1)
 
     if args.quick:
@@ -132,19 +153,68 @@ def main(argv: list[str] | None = None) -> int:
     }
     (out / "teachers.json").write_text(json.dumps(summary, indent=2) + "\n")
 
-    print("\n| teacher | objective | params | held-out metric | train s | ms / image |")
-    print("|---|---|---|---|---|---|")
-    for kind, r in results.items():
-        metric = ", ".join(f"{k} {r['heldout'][k]:.3f}" for k in HEADLINE[kind])
-        print(f"| {r['kind']} | {r['objective']} | {r['params']:,} | {metric} | {r['train_seconds']:.1f} "
-              f"| {r['ms_per_image']:.2f} |")  # fmt: skip
-    print("\nlinear CKA of pooled features (held-out frames)\n")
-    print("| | " + " | ".join(TEACHERS) + " |")
-    print("|---" * (len(TEACHERS) + 1) + "|")
-    for a in TEACHERS:
-        print(f"| {a} | " + " | ".join(f"{cka[a][b]:.3f}" for b in TEACHERS) + " |")
-    print(f"\nwrote {out / 'teachers.json'} ({summary['total_seconds']:.1f} s)")
+    tables = results_tables(summary, heldout)
+    for key, table in tables.items():
+        print(f"\n{key}\n\n{table.markdown()}")
+    path = write_results(
+        args.results,
+        tables,
+        name="perception/ver_teachers",
+        title="VER's teachers: three small CNNs trained on labelled frames of Visual-CubeSingle",
+        seeds=[args.seed],
+        data={k: v for k, v in summary.items() if k != "teachers"}
+        | {"teachers": {k: {f: v for f, v in r.items() if f != "history"} for k, r in results.items()}},
+    )
+    print(f"\nwrote {out / 'teachers.json'} and {path} ({summary['total_seconds']:.1f} s)")
     return 0
+
+
+def results_tables(summary: dict, heldout: LabelledFrames) -> dict[str, Table]:
+    """The results file's tables: the teachers, their held-out metrics (with the trivial baseline where
+    there is one), the linear CKA of each pair, and the run (frames, minutes)."""
+    results, cka = summary["teachers"], summary["cka"]
+    teachers = Table(
+        [
+            Column("teacher", "teacher"),
+            Column("objective", "objective"),
+            Column("grid", "token grid"),
+            Column("params", "params", ","),
+            Column("train_s", "train s", ".0f"),
+        ]
+    )
+    for kind, r in results.items():
+        grid = f"{r['grid']}x{r['grid']}"
+        teachers.add(
+            teacher=kind, objective=r["objective"], grid=grid, params=r["params"], train_s=r["train_seconds"]
+        )
+    metrics = Table(
+        [
+            Column("teacher", "teacher"),
+            Column("metric", "held-out metric"),
+            Column("value", "value", ".3g"),
+            Column("baseline", "baseline", ".2g"),
+            Column("baseline_is", "baseline is"),
+        ]
+    )
+    floor = float((heldout.segmentation == CLASSES.index("floor")).mean())  # calling every pixel floor
+    baselines = {
+        "seg_pixel_acc": (floor, "floor everywhere"),
+        "retrieval_top1": (results.get("contrastive", {}).get("heldout", {}).get("chance"), "chance"),
+    }
+    for kind, r in results.items():
+        for key, label in HEADLINE[kind]:
+            baseline, what = baselines.get(key, (None, None))
+            metrics.add(
+                teacher=kind, metric=label, value=r["heldout"][key], baseline=baseline, baseline_is=what
+            )
+    pairs = Table([Column("pair", "teachers"), Column("cka", "linear CKA", ".2f")])
+    names = list(cka)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            pairs.add(pair=f"{a}-{b}", cka=cka[a][b])
+    run = Table([Column("frames", "labelled frames", ","), Column("minutes", "minutes", ".1f")])
+    run.add(frames=summary["frames"]["count"], minutes=summary["total_seconds"] / 60)
+    return {"teachers": teachers, "heldout": metrics, "cka": pairs, "run": run}
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ Trains one field on ``movi-lite`` clips (seed 0) at space factors {2, 4} and tim
 held-out clips rendered with another seed: PSNR / SSIM / time per output frame at x2 and x4 in space and time,
 and the PSF ablation when sampling *below* the input resolution (downscaling, where point sampling aliases).
 Saves a side-by-side frame (input nearest, bicubic, VFF, ground truth) and, with ``--save``, the model folder.
+Writes the results file (``--results``; tables ``training``, ``upscaling``, ``psf``) that docs/guides/video.md
+renders, and the raw numbers (``--out``).
 
     python scripts/vff_experiment.py                  # the full run (~10 minutes on 2 CPU cores)
     python scripts/vff_experiment.py --quick          # tiny clips, a few steps (a test runs this)
@@ -24,6 +26,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from embodia.core.results import Column, Table, default_results_path, write_results  # noqa: E402
+
+#: output sizes of the PSF ablation (x the input size) and their labels
+PSF_SCALES = {2.0: "2x (training scale)", 1.0: "1x", 0.5: "0.5x", 0.25: "0.25x"}
 
 
 def _table(title: str, rows: dict[str, dict[str, float]]) -> str:
@@ -79,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test-videos", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--results", default=None, help="results file (default: results/perception/vff.json)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -163,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "VFF without PSF": vff(False),
         "area (baseline)": methods["trilinear"],
     }
-    for out_space in (2.0, 1.0, 0.5, 0.25):
+    for out_space in PSF_SCALES:
         rows = evaluate(test, 2, 2, ablation, out_space=out_space)
         label = f"input x2 down, output at {out_space:g} x input size ({'training scale' if out_space == 2 else 'below training scale'})"
         if out_space == 2:
@@ -182,8 +190,88 @@ def main(argv: list[str] | None = None) -> int:
         print(f"model -> {args.save}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results -> {out}")
+    tables = results_tables(results)
+    for key, table in tables.items():
+        print(f"\n{key}\n\n{table.markdown()}")
+    path = write_results(
+        args.results or default_results_path("perception/vff", quick=args.quick),
+        tables,
+        name="perception/vff",
+        title="VFF space-time super-resolution against interpolation on rendered clips",
+        seeds=[config.seed],
+        data={**results, "render_seeds": {"train": 0, "heldout": 1}},
+    )
+    print(f"raw numbers -> {out}, results -> {path}")
     return 0
+
+
+def results_tables(results: dict) -> dict[str, Table]:
+    """The results file's tables: the training run, PSNR / SSIM / time per frame of VFF and the
+    interpolators at every factor, and the PSF ablation at and below the training scale."""
+    training = Table(
+        [
+            Column("clips", "training clips"),
+            Column("heldout", "held-out clips"),
+            Column("steps", "steps"),
+            Column("train_s", "train s (one thread)", ".0f"),
+        ]
+    )
+    training.add(
+        clips=results["train_videos"],
+        heldout=results["test_videos"],
+        steps=results["steps"],
+        train_s=results["train_seconds"],
+    )
+    upscaling = Table(
+        [
+            Column("space", "space"),
+            Column("time", "time"),
+            Column("vff_psnr", "VFF PSNR", ".2f"),
+            Column("vff_ssim", "VFF SSIM", ".4f"),
+            Column("bicubic_psnr", "bicubic + linear PSNR", ".2f"),
+            Column("bicubic_ssim", "bicubic + linear SSIM", ".4f"),
+            Column("trilinear_psnr", "trilinear PSNR", ".2f"),
+            Column("trilinear_ssim", "trilinear SSIM", ".4f"),
+            Column("gain", "VFF − bicubic (dB)", "+.2f"),
+            Column("vff_ms", "VFF ms / frame", ".2f"),
+        ]
+    )
+    for space in (2, 4):
+        for time_factor in (2, 4):
+            rows = results["upscaling"][f"space x{space}, time x{time_factor}"]
+            vff, bicubic, trilinear = rows["vff"], rows["bicubic+linear"], rows["trilinear"]
+            upscaling.add(
+                space=f"x{space}",
+                time=f"x{time_factor}",
+                vff_psnr=vff["psnr"],
+                vff_ssim=vff["ssim"],
+                bicubic_psnr=bicubic["psnr"],
+                bicubic_ssim=bicubic["ssim"],
+                trilinear_psnr=trilinear["psnr"],
+                trilinear_ssim=trilinear["ssim"],
+                gain=vff["psnr"] - bicubic["psnr"],
+                vff_ms=1000 * vff["seconds_per_frame"],
+            )
+    psf = Table(
+        [
+            Column("output", "output size (x input)"),
+            Column("with_psf", "VFF with PSF", ".2f"),
+            Column("without_psf", "VFF without PSF", ".2f"),
+            Column("psf_gain", "PSF gain (dB)", "+.2f"),
+            Column("area", "area downsampling", ".2f"),
+        ]
+    )
+    for rows, output in zip(results["psf"].values(), PSF_SCALES.values(), strict=True):
+        with_psf, without = rows["VFF with PSF"]["psnr"], rows["VFF without PSF"]["psnr"]
+        area = rows.get("area (baseline)")
+        psf.add(
+            output=output,
+            with_psf=with_psf,
+            without_psf=without,
+            psf_gain=with_psf - without,
+            area=area["psnr"] if area else None,
+        )
+    return {"training": training, "upscaling": upscaling, "psf": psf}
 
 
 if __name__ == "__main__":

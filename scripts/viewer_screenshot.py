@@ -5,7 +5,7 @@
 
 Why: `embodia view STORE --serve` serves the Rerun web viewer for headless machines. Only a real browser
 proves that the page, its JavaScript and wasm load, that the viewer connects to the gRPC server and draws;
-and the README wants pictures of it. Debian's `chromium` (`make setup`) is driven over the Chrome DevTools
+and the viewer guide wants pictures of it. Debian's `chromium` (`make setup`) is driven over the Chrome DevTools
 Protocol (CDP) through `--remote-debugging-pipe` (fds 3 and 4, NUL-terminated JSON; no websocket library
 needed), with a fresh temporary profile, `--no-sandbox` only as root, and software rendering (SwiftShader:
 WebGPU through Vulkan, WebGL2 through ANGLE), so the viewer draws on a machine without a GPU.

@@ -7,6 +7,12 @@ sparsity of token perception (KL real vs perturbed image) of the warm-start and 
     .venv/bin/python scripts/vppo_experiment.py                 # task count, 3 seeds, 300 SFT + 200 RL steps
     .venv/bin/python scripts/vppo_experiment.py --quick         # seconds (tests)
     .venv/bin/python scripts/vppo_experiment.py --save runs/agents/vppo_model   # model for the tool
+
+Writes the results file ``results/methods/vppo_<task>.json`` (tables ``accuracy``: mean over seeds per
+evaluated RL step, the range over seeds as the interval; ``seeds``: warm start and final accuracy per seed;
+``perception``: sparsity of token perception of the warm-start and final policies, mean over seeds; a
+``--quick`` run writes under ``runs/quick-results/``, ``--results PATH`` elsewhere) and the raw numbers of
+every run to ``--out``.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ import time
 
 import torch
 
-from embodia.agents.methods.report import markdown_table, progress_bar, save_json
+from embodia.agents.methods.report import progress_bar, save_json
 from embodia.agents.methods.vppo.grpo import RLConfig, train_rl
 from embodia.agents.methods.vppo.model import TinyVLM, generate, save_model, sft
 from embodia.agents.methods.vppo.tasks import KINDS, make_batch
 from embodia.agents.methods.vppo.vppo import PERTURBATIONS, perturb, sparsity, token_perception
+from embodia.core.results import Column, Table, default_results_path, interval, write_results
 
 
 def _perception_stats(model, batch, kind: str, seed: int) -> dict:
@@ -62,6 +69,63 @@ def _plot(path: str, steps: list[int], curves: dict[str, list[list[float]]]) -> 
     plt.close(fig)
 
 
+def result_tables(runs: list[dict]) -> dict[str, Table]:
+    """Accuracy per RL step (mean, range over seeds), accuracy per seed, perception sparsity per policy."""
+    steps = [s for s, _ in runs[0]["grpo"]["curve"]]
+    curves = {m: [[a for _, a in r[m]["curve"]] for r in runs] for m in ("grpo", "vppo")}
+
+    def over_seeds(values: list[float]) -> float | dict:
+        return interval(statistics.mean(values), min(values), max(values)) if len(values) > 1 else values[0]
+
+    accuracy = Table(
+        [
+            Column("step", "RL step"),
+            Column("grpo", "GRPO accuracy", ".1%"),
+            Column("vppo", "VPPO accuracy", ".1%"),
+        ]
+    )
+    for i, step in enumerate(steps):
+        accuracy.add(step=step, **{m: over_seeds([c[i] for c in curves[m]]) for m in ("grpo", "vppo")})
+    seeds = Table(
+        [
+            Column("seed", "seed"),
+            Column("warm", "warm start (step 0)", ".1%"),
+            Column("grpo", "GRPO, last step", ".1%"),
+            Column("vppo", "VPPO, last step", ".1%"),
+            Column("difference", "VPPO - GRPO", "+.1%"),
+            Column("warm_answer_s", "warm start: mean s of the answer token", ".1f"),
+        ]
+    )
+    for i, run in enumerate(runs):
+        grpo, vppo = curves["grpo"][i][-1], curves["vppo"][i][-1]
+        seeds.add(
+            seed=run["seed"],
+            warm=curves["grpo"][i][0],
+            grpo=grpo,
+            vppo=vppo,
+            difference=vppo - grpo,
+            warm_answer_s=run["warm_perception"]["answer_token_mean"],
+        )
+    perception = Table(
+        [
+            Column("policy", "policy"),
+            Column("share_above", "share of tokens s > 0.05", ".3f"),
+            Column("gini", "Gini of s", ".3f"),
+            Column("answer_token_mean", "mean s, answer token", ".3f"),
+            Column("eos_token_mean", "mean s, [EOS]", ".3f"),
+        ]
+    )
+    keys = [c.key for c in perception.columns[1:]]
+    for label, get in (
+        ("SFT warm start", lambda r: r["warm_perception"]),
+        ("after GRPO", lambda r: r["grpo"]["final_perception"]),
+        ("after VPPO", lambda r: r["vppo"]["final_perception"]),
+    ):
+        stats = [get(r) for r in runs]
+        perception.add(policy=label, **{key: statistics.mean(s[key] for s in stats) for key in keys})
+    return {"accuracy": accuracy, "seeds": seeds, "perception": perception}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run for tests")
@@ -76,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-k", type=float, default=0.4)
     parser.add_argument("--perturbation", choices=PERTURBATIONS, default="patches")
     parser.add_argument("--save", default=None, help="folder for the first seed's warm-start model")
-    parser.add_argument("--out", default="runs/agents/vppo.json")
+    parser.add_argument("--out", default="runs/agents/vppo.json", help="raw numbers (JSON)")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/methods/vppo_<task>.json)"
+    )
     parser.add_argument("--plot", default="runs/agents/vppo.png")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -111,62 +178,40 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(run)
     steps = [s for s, _ in runs[0]["grpo"]["curve"]]
     curves = {m: [[a for _, a in r[m]["curve"]] for r in runs] for m in ("grpo", "vppo")}
-    rows = []
-    for i, step in enumerate(steps):
-        cells = [step]
-        for m in ("grpo", "vppo"):
-            acc = [c[i] for c in curves[m]]
-            cells.append(
-                f"{statistics.mean(acc):.1%}" + (f" ({min(acc):.1%}-{max(acc):.1%})" if len(acc) > 1 else "")
-            )
-        rows.append(cells)
-    acc_table = markdown_table(["RL step", "GRPO accuracy", "VPPO accuracy"], rows)
-    p_rows = []
-    for label, get in (
-        ("SFT warm start", lambda r: r["warm_perception"]),
-        ("after GRPO", lambda r: r["grpo"]["final_perception"]),
-        ("after VPPO", lambda r: r["vppo"]["final_perception"]),
-    ):
-        stats = [get(r) for r in runs]
-        p_rows.append(
-            [label]
-            + [
-                f"{statistics.mean(s[key] for s in stats):.3f}"
-                for key in ("share_above", "gini", "answer_token_mean", "eos_token_mean")
-            ]
-        )
-    p_table = markdown_table(
-        ["policy", "share of tokens s > 0.05", "Gini of s", "mean s, answer token", "mean s, [EOS]"], p_rows
-    )
+    tables = result_tables(runs)
     wins = sum(curves["vppo"][i][-1] > curves["grpo"][i][-1] for i in range(seeds))
     print(
         f"task {args.task}, {sft_steps} SFT + {rl_steps} RL steps, {seeds} seed(s), {n} held-out questions, "
         f"perturbation {args.perturbation}, top-k {args.top_k}, lr {args.lr}, beta {args.beta}; "
         f"{time.time() - started:.0f} s"
     )
-    print(acc_table)
-    print(p_table)
+    for table in tables.values():
+        print(table.markdown() + "\n")
     print(f"VPPO ends above GRPO in {wins} of {seeds} seed(s)")
     if args.plot:
         _plot(args.plot, steps, curves)
-    save_json(
-        args.out,
-        {
-            "task": args.task,
-            "sft_steps": sft_steps,
-            "rl_steps": rl_steps,
-            "eval": n,
-            "perturbation": args.perturbation,
-            "top_k": args.top_k,
-            "lr": args.lr,
-            "beta": args.beta,
-            "runs": runs,
-            "accuracy_table": acc_table,
-            "perception_table": p_table,
-            "vppo_final_wins": wins,
-            "seconds": time.time() - started,
-        },
+    raw = {
+        "task": args.task,
+        "sft_steps": sft_steps,
+        "rl_steps": rl_steps,
+        "eval": n,
+        "perturbation": args.perturbation,
+        "top_k": args.top_k,
+        "lr": args.lr,
+        "beta": args.beta,
+        "runs": runs,
+        "vppo_final_wins": wins,
+        "seconds": time.time() - started,
+    }
+    save_json(args.out, raw)
+    written = write_results(
+        args.results or default_results_path(f"methods/vppo_{args.task}", quick=args.quick),
+        tables,
+        title=f"VPPO against GRPO on the {args.task} task: held-out accuracy and token perception",
+        seeds=range(seeds),
+        data=raw,
     )
+    print(f"results: {written}", file=sys.stderr)
     return 0
 
 

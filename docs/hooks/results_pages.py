@@ -46,7 +46,8 @@ REPRODUCTIONS = ROOT / "docs" / "reproductions.yml"
 README = ROOT / "README.md"
 SUMMARY_MARKERS = ("<!-- reproductions-summary -->", "<!-- /reproductions-summary -->")
 VERDICTS = ("reproduced", "partly", "not reproduced", "not measurable here")
-REPRODUCTION_FIELDS = ("system", "paper", "arxiv", "page", "claim", "setting", "measured", "verdict")
+REPRODUCTION_FIELDS = ("system", "paper", "page", "claim", "setting", "measured", "verdict")
+PAPER_IDS = {"arxiv": re.compile(r"\d{4}\.\d{4,5}"), "openreview": re.compile(r"[A-Za-z0-9_-]{6,}")}
 DIRECTIVE = re.compile(r"\{\{\s*([a-z_]+)\((.*?)\)\s*\}\}")
 FENCE = re.compile(r"^(```|~~~)")
 
@@ -150,6 +151,11 @@ def reproductions(path: Path = REPRODUCTIONS) -> list[dict[str, Any]]:
         missing = [k for k in REPRODUCTION_FIELDS if not row.get(k)]
         if missing:
             raise DirectiveError(f"{path}: {row.get('system', '?')} lacks {', '.join(missing)}")
+        ids = [key for key, pattern in PAPER_IDS.items() if pattern.fullmatch(str(row.get(key, "")))]
+        if not ids:
+            raise DirectiveError(
+                f"{path}: {row['system']} needs an 'arxiv' id (or, without one, 'openreview')"
+            )
         if row["verdict"] not in VERDICTS:
             raise DirectiveError(f"{path}: {row['system']}: verdict must be one of {VERDICTS}")
         if row["verdict"] != "reproduced" and not row.get("reason"):
@@ -171,6 +177,13 @@ def page_link(target: str, page: str) -> str:
     return "../" * page.count("/") + target
 
 
+def paper_reference(row: Mapping[str, Any]) -> str:
+    """The paper's title and a link to it: arXiv where it has an id there, else OpenReview."""
+    if row.get("arxiv"):
+        return f"{row['paper']}, [arXiv:{row['arxiv']}](https://arxiv.org/abs/{row['arxiv']})"
+    return f"{row['paper']}, [OpenReview {row['openreview']}](https://openreview.net/forum?id={row['openreview']})"
+
+
 def reproductions_table(*, page: str = "", results_dir: Path = RESULTS, path: Path = REPRODUCTIONS) -> str:
     header = (
         "| system | paper's claim | embodia's setting | embodia measured | verdict |\n|---|---|---|---|---|"
@@ -179,7 +192,7 @@ def reproductions_table(*, page: str = "", results_dir: Path = RESULTS, path: Pa
     sources = []
     for row in reproductions(path):
         verdict = f"**{row['verdict']}**" + (f": {row['reason']}" if row.get("reason") else "")
-        paper = f"[{row['system']}]({page_link(row['page'], page)})<br><small>arXiv:{row['arxiv']}</small>"
+        paper = f"[{row['system']}]({page_link(row['page'], page)})<br><small>{paper_reference(row)}</small>"
         claim = row["claim"].strip().replace("\n", " ")
         setting = row["setting"].strip().replace("\n", " ")
         lines.append(

@@ -101,6 +101,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     q.add_argument("--quick", action="store_true", help="seconds-long smoke version")
     q.add_argument("--out", default="runs/offline_rl")
+    q.add_argument(
+        "--results",
+        metavar="PATH",
+        help="results file per environment, {env} replaced by its name (default: "
+        "results/offline_rl/{env}.json; with --quick under runs/quick-results/)",
+    )
     q.add_argument("--steps", type=positive_int, help="gradient steps per run")
     q.add_argument("--seeds", type=seed, nargs="+")
     q.add_argument(
@@ -229,9 +235,15 @@ def cmd_bench_offline_rl(args: argparse.Namespace) -> int:
         config.cases = [known[family] for family in args.families]
     if config.steps <= 0:
         raise EmbodiaError("--steps must be positive")
-    summary = run_comparison(config, progress=True, workers=args.workers, ray_address=args.ray_address)
+    from embodia.core.results import default_results_path
     from embodia.policies.comparison import markdown
+    from embodia.policies.comparison_results import ENV_FIELD, results_paths, write_comparison_results
 
+    pattern = args.results or default_results_path(f"offline_rl/{ENV_FIELD}", quick=args.quick)
+    results_paths(pattern, [case.family for case in config.cases])  # a bad pattern fails before any run
+    summary = run_comparison(config, progress=True, workers=args.workers, ray_address=args.ray_address)
     print(markdown(summary["rows"], config))
     print(f"written: {args.out}/results.md, results.json, results.png")
+    for path in write_comparison_results(summary, config, pattern):
+        print(f"results: {path}")
     return 0

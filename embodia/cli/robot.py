@@ -226,7 +226,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--config",
         metavar="NODE.yaml",
-        help="topics, rate, limits (see README, section ROS 2 deployment; default: the ROS parameter 'config')",
+        help="topics, rate, limits (see docs/guides/ros2.md; default: the ROS parameter 'config')",
     )
     p.add_argument("--rate-hz", type=positive_float, help="override the config's control rate")
     p.add_argument("--trigger", choices=("timer", "observation"), help="override the config's trigger")

@@ -5,8 +5,9 @@ evaluation tasks (``task_id`` 1-5); for each task, generate an OGBench-style pla
 expert labelled for that task, train every method on it for the same number of gradient steps with several
 seeds, evaluate each final policy on that task, and report the family's success averaged over its tasks
 (pooled over tasks and seeds, with a 95 % Wilson interval) as a Markdown table and a bar plot; per-task
-numbers go to ``results.json``. Each method's hyperparameters per family come from one table,
-:mod:`embodia.policies.paper_settings`.
+numbers go to ``results.json``, and one results file per family (``results/offline_rl/<family>.json``,
+:mod:`embodia.policies.comparison_results`) keeps the tables the documentation shows. Each method's
+hyperparameters per family come from one table, :mod:`embodia.policies.paper_settings`.
 
 ``quick=True`` shrinks everything to seconds (tests run it); its numbers mean nothing beyond "the
 pipeline runs, losses fall, numbers are finite".
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from embodia.data.store import TrajectoryStore
+from embodia.policies.comparison_results import dataset_coverage
 from embodia.policies.paper_settings import PAPER_SETTINGS, method_setting
 from embodia.policies.train import TrainConfig, train
 from embodia.runner.datasets import generate_dataset
@@ -74,6 +76,10 @@ def quick_config(out: str) -> ComparisonConfig:
     )
 
 
+#: what the results files keep of every run (``eval.json``)
+RUN_FIELDS = ("task_id", "seed", "success", "eval_episodes", "train_seconds", "steps_per_second")
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One training run of the comparison: a method on a case's dataset with a seed."""
@@ -97,6 +103,7 @@ def run_comparison(
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     specs: list[RunSpec] = []
+    coverage: dict[str, list[dict[str, int]]] = {case.family: [] for case in config.cases}
     for case in config.cases:
         for task_id in case.task_ids:
             dataset = out / "data" / f"{case.family}-task{task_id}-play.zarr"
@@ -116,6 +123,7 @@ def run_comparison(
                     ray_address=ray_address,
                     progress=progress,
                 )
+            coverage[case.family].append(dataset_coverage(dataset, task_id))
             for method in config.methods:
                 for seed in config.seeds:
                     run = out / "runs" / f"{case.family}-task{task_id}-{method}-seed{seed}"
@@ -137,15 +145,22 @@ def run_comparison(
             per_task = {
                 str(task): [r["success"] for s, r in runs if s.task_id == task] for task in case.task_ids
             }
+            setting = method_setting(case.family, method)
             rows.append(
                 {
                     "case": case.family,
                     "task_ids": list(case.task_ids),
                     "method": method,
-                    "settings": method_setting(case.family, method).config,
+                    "label": setting.label or method,
+                    "settings": setting.config,
+                    "source": setting.source,
                     "success": successes / max(trials, 1),
                     "interval": [low, high],
                     "per_task": {task: sum(v) / len(v) if v else None for task, v in per_task.items()},
+                    "per_task_interval": {
+                        str(task): _pooled_interval([r for s, r in runs if s.task_id == task])
+                        for task in case.task_ids
+                    },
                     "per_seed": [
                         sum(r["success"] for s, r in runs if s.seed == seed) / max(len(case.task_ids), 1)
                         for seed in config.seeds
@@ -153,9 +168,10 @@ def run_comparison(
                     "episodes": trials,
                     "steps_per_second": sum(r["steps_per_second"] for _, r in runs) / max(len(runs), 1),
                     "loss_drop": [_loss_drop(Path(s.run) / "metrics.jsonl") for s in mine],
+                    "runs": [{k: r.get(k) for k in RUN_FIELDS} for _, r in runs],
                 }
             )
-    summary = {"config": asdict(config), "rows": rows}
+    summary = {"config": asdict(config), "rows": rows, "coverage": coverage}
     (out / "results.json").write_text(json.dumps(summary, indent=2))
     (out / "results.md").write_text(markdown(rows, config))
     plot(rows, out / "results.png")
@@ -226,6 +242,12 @@ def _finished_run(run: Path, config: ComparisonConfig) -> dict[str, Any] | None:
         return None
     saved.setdefault("steps_per_second", config.steps / last["time"])
     return saved
+
+
+def _pooled_interval(runs: list[dict[str, Any]]) -> list[float]:
+    """95 % Wilson interval of the success over all evaluation episodes of ``runs``."""
+    successes = sum(round(r["success"] * r["eval_episodes"]) for r in runs)
+    return list(wilson_interval(successes, sum(r["eval_episodes"] for r in runs)))
 
 
 def _loss_drop(metrics_path: Path) -> dict[str, float]:

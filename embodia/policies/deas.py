@@ -54,7 +54,7 @@ class DEASConfig(ValueLearningConfig, ChunkedPolicyConfig):
     """Discount of rewards inside a sequence, in (0, 1] (intra-option; the paper reports 0.9)."""
     gamma2: Annotated[float, Field(gt=0, lt=1)] = 0.999
     """Discount between sequences, in (0, 1) (inter-option; the bootstrap is weighted by gamma2 ** H; paper:
-    0.999, authors' robot code: 0.99 — which doubled CubeSingle success at a 10k-step budget, see README;
+    0.999, authors' robot code: 0.99 — which doubled CubeSingle success at a 10k-step budget, see docs/guides/offline-rl.md;
     1 would make the value support infinite)."""
     distributional: bool = True
     """Categorical V and Q with HL-Gauss targets (False: scalar heads and squared errors)."""

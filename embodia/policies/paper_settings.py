@@ -43,6 +43,8 @@ class MethodSetting:
     """The learner's config fields (everything else: the config class's defaults)."""
     source: str = ""
     """Where the values come from."""
+    label: str = ""
+    """How the comparison's tables name it (default: the method label)."""
 
 
 def _family(h: int, alpha: float, note: str, v_min: float | None) -> dict[str, MethodSetting]:
@@ -60,6 +62,7 @@ def _family(h: int, alpha: float, note: str, v_min: float | None) -> dict[str, M
                 "v_min": v_min,
             },
             deas_source,
+            f"DEAS (H={h}, FQL extraction, alpha {alpha:g}) — the paper's settings",
         ),
         "deas_best_of_n": MethodSetting(
             "deas",
@@ -74,17 +77,22 @@ def _family(h: int, alpha: float, note: str, v_min: float | None) -> dict[str, M
             },
             f"DEAS as 'deas' (H={h}), with best-of-N extraction from a flow BC policy, one of the extractions "
             "the paper lists; N = 32 is embodia's choice, no paper states one",
+            f"DEAS (H={h}), best-of-32 extraction",
         ),
         "qc_fql": MethodSetting(
-            "fql", {"horizon": 5, "alpha": alpha}, f"Q-chunking: h=5; FQL's alpha {alpha:g} ({note})"
+            "fql",
+            {"horizon": 5, "alpha": alpha},
+            f"Q-chunking: h=5; FQL's alpha {alpha:g} ({note})",
+            "QC-FQL (chunks of 5)",
         ),
-        "fql": MethodSetting("fql", {"alpha": alpha}, f"FQL: alpha {alpha:g} ({note})"),
+        "fql": MethodSetting("fql", {"alpha": alpha}, f"FQL: alpha {alpha:g} ({note})", "FQL"),
         "iql": MethodSetting(
             "iql",
             {"expectile": 0.9, "extraction": "awr", "awr_temperature": 10.0, "gamma": 0.99},
             "IQL with FQL's settings: expectile 0.9, AWR temperature 10",
+            "IQL (FQL's settings: expectile 0.9, AWR)",
         ),
-        "bc": MethodSetting("bc", {}, "behaviour cloning, one action per step"),
+        "bc": MethodSetting("bc", {}, "behaviour cloning, one action per step", "BC"),
     }
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from embodia.core.results import Column, Table, interval
 from embodia.runner.evaluate import evaluate_policy, wilson_interval
 from embodia.runner.parallel import map_tasks, wants_ray
 
@@ -243,23 +244,42 @@ def _finished(run: Path) -> dict[str, Any] | None:
         return None
 
 
-def markdown(summary: dict[str, Any]) -> str:
-    """The comparison table (success, held-out action error, parameters, time per image)."""
-    config = summary["config"]
-    lines = [
-        f"{config['steps']} gradient steps, batch {config['batch_size']}, {len(config['seeds'])} seeds x "
-        f"{config['eval_episodes']} evaluation episodes; 95 % Wilson interval over all episodes.",
-        "",
-        "| encoder | success, new layouts | per seed | success, training layouts | held-out action MSE | "
-        "trained params | encoder params | ms / image |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+def comparison_table(summary: dict[str, Any]) -> Table:
+    """The comparison table: success (pooled 95 % Wilson intervals), held-out action error (mean and sd over
+    seeds), parameters, time per image; one row per arm."""
+    table = Table(
+        [
+            Column("encoder", "encoder"),
+            Column("success", "success, new layouts", ".0%"),
+            Column("per_seed", "per seed", ".0%"),
+            Column("seen_success", "success, training layouts", ".0%"),
+            Column("heldout_mse", "held-out action MSE", ".4f"),
+            Column("heldout_mse_sd", "± sd over seeds", ".4f"),
+            Column("trainable_parameters", "trained params", ","),
+            Column("encoder_parameters", "encoder params", ","),
+            Column("ms_per_image", "ms / image", ".2f"),
+        ]
+    )
     for r in summary["rows"]:
-        lines.append(
-            f"| {r['label']} | {r['success']:.0%} [{r['interval'][0]:.0%}, {r['interval'][1]:.0%}] | "
-            f"{', '.join(f'{s:.0%}' for s in r['per_seed'])} | {r['seen_success']:.0%} "
-            f"[{r['seen_interval'][0]:.0%}, {r['seen_interval'][1]:.0%}] | "
-            f"{r['heldout_mse']:.4f} ± {r['heldout_mse_sd']:.4f} | "
-            f"{r['trainable_parameters']:,} | {r['encoder_parameters']:,} | {r['ms_per_image']:.2f} |"
+        table.add(
+            encoder=r["label"],
+            success=interval(r["success"], *r["interval"]),
+            per_seed=list(r["per_seed"]),
+            seen_success=interval(r["seen_success"], *r["seen_interval"]),
+            heldout_mse=r["heldout_mse"],
+            heldout_mse_sd=r["heldout_mse_sd"],
+            trainable_parameters=r["trainable_parameters"],
+            encoder_parameters=r["encoder_parameters"],
+            ms_per_image=r["ms_per_image"],
         )
-    return "\n".join(lines) + "\n"
+    return table
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The comparison table as Markdown, under a line saying the budget."""
+    config = summary["config"]
+    return (
+        f"{config['steps']} gradient steps, batch {config['batch_size']}, {len(config['seeds'])} seeds x "
+        f"{config['eval_episodes']} evaluation episodes; 95 % Wilson interval over all episodes.\n\n"
+        f"{comparison_table(summary).markdown()}\n"
+    )

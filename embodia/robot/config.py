@@ -275,7 +275,7 @@ def load_node_config(path: str | Path, overrides: dict[str, Any] | None = None) 
     path = Path(path)
     if not path.is_file():
         raise RobotConfigError(
-            f"node config {str(path)!r} does not exist; write one (see README, section ROS 2 deployment)"
+            f"node config {str(path)!r} does not exist; write one (see docs/guides/ros2.md, or `embodia robot node-config ENV --out FILE`)"
         )
     try:
         data = yaml.safe_load(path.read_text())

@@ -15,7 +15,7 @@
   keyed by episode index, so a rerun can never duplicate one. Ctrl-C cancels what is still running and
   commits every finished episode (in order; episodes that did not finish leave a gap, not a partial row).
 - **Limits**: at most ``2 x workers`` episodes are in flight, so the driver holds few results in memory.
-  What bounds a cluster is the single writer: see README, "Scaling out".
+  What bounds a cluster is the single writer: see docs/guides/scaling-out.md.
 
 Ray is optional (``pip install 'embodia[ray]'``); with ``workers=1`` and no address it is never imported.
 """

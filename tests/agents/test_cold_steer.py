@@ -17,6 +17,7 @@ from embodia.agents.methods.cold_steer import (
     unit_kernel_vector,
 )
 from embodia.agents.tools import ToolArgumentError, call_tool
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import run_script
 
 LAYER = 10
@@ -167,7 +168,17 @@ def test_tool_and_quick_script(smol, tmp_path):
     with pytest.raises(ToolArgumentError, match="layer must be in 0..29"):
         call_tool("cold_steer", {"layer": 30})
 
-    out = tmp_path / "cs.json"
-    assert run_script("cold_steer_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "cs.json", tmp_path / "cold_steer.json"
+    assert (
+        run_script(
+            "cold_steer_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results)
+        )
+        == 0
+    )
+    produced = read_results(results)
+    for name in ("cold_steer", "cold_steer_all_positions"):
+        assert layout_differences(produced, read_results(RESULTS_DIR / "methods" / f"{name}.json")) == [], (
+            name
+        )
     points = json.loads(out.read_text())["result"]["points"]
     assert {p["method"] for p in points} == set(METHODS)

@@ -15,6 +15,7 @@ from embodia.agents.methods.emotion_hallucer import (
     pair_metrics,
     parse_yes_no,
 )
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import run_script
 
 
@@ -152,8 +153,15 @@ def test_direct_evaluation_on_smollm2(smol):
 
 
 def test_quick_script(tmp_path):
-    out = tmp_path / "eh.json"
-    assert run_script("emotion_hallucer_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "eh.json", tmp_path / "emotion_hallucer.json"
+    assert (
+        run_script(
+            "emotion_hallucer_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results)
+        )
+        == 0
+    )
+    committed = read_results(RESULTS_DIR / "methods" / "emotion_hallucer.json")
+    assert layout_differences(read_results(results), committed) == []
     payload = json.loads(out.read_text())
     assert payload["direct"]["metrics"]["pairs"] == 3 and payload["PEP-MEK"]["metrics"]["pairs"] == 3
     assert "false_positive_ratio" in payload["direct"]["metrics"]

@@ -44,6 +44,7 @@ from embodia.agents.methods.amortized_explainer.metrics import (
 )
 from embodia.agents.methods.amortized_explainer.priors import prior_attributions, select_priors
 from embodia.agents.tools import ToolArgumentError, ToolContext, call_tool, list_tools
+from embodia.core.results import default_results_path, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
 
 
@@ -367,8 +368,16 @@ def test_the_tool_over_mcp(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- script
 def test_quick_script(tmp_path):
-    out = tmp_path / "explainer.json"
-    assert run_script("explainer_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "explainer.json", tmp_path / "explainer_results.json"
+    assert (
+        run_script("explainer_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results))
+        == 0
+    )
+    # the quick run's results file has the layout of the committed one (what the page renders)
+    written = read_results(results)
+    assert layout_differences(written, read_results(default_results_path("methods/explainer"))) == []
+    assert {r["dataset"] for r in written["tables"]["saturation"]["rows"]} == {"iris", "digits"}
+    assert all(0 <= r["certain"] <= 1 for r in written["tables"]["saturation"]["rows"])
     payload = json.loads(out.read_text())
     assert set(payload["results"]) == {"iris", "digits"}
     for table in payload["results"].values():

@@ -37,6 +37,7 @@ from embodia.agents.methods.flow_of_ranks.model import (
 )
 from embodia.agents.methods.flow_of_ranks.spectra import effective_rank, energy_rank, singular_values
 from embodia.agents.tools import call_tool, list_tools
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
 
 torch.set_num_threads(1)
@@ -228,11 +229,11 @@ def test_tool_over_mcp(tmp_path, trained):
 
 
 def test_script_quick_run(tmp_path):
-    out, png = tmp_path / "for.json", tmp_path / "for.png"
-    assert (
-        run_script("flow_of_ranks_experiment", "--quick", "--quiet", "--out", str(out), "--plot", str(png))
-        == 0
-    )
+    out, png, results = tmp_path / "for.json", tmp_path / "for.png", tmp_path / "results.json"
+    args = ["--quick", "--quiet", "--out", str(out), "--plot", str(png), "--results", str(results)]
+    assert run_script("flow_of_ranks_experiment", *args) == 0
     data = json.loads(out.read_text())
     assert data["rows"][0]["schedule"] == "dense" and len(data["rows"]) == 5
     assert len(data["rank_profile"]) == 2 and png.stat().st_size > 1000
+    committed = read_results(RESULTS_DIR / "methods" / "flow_of_ranks.json")
+    assert layout_differences(read_results(results), committed) == []

@@ -19,6 +19,7 @@ from embodia.agents.methods.gateskip import (
     train_gates,
 )
 from embodia.core.errors import ConfigError
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import run_script
 
 
@@ -188,8 +189,21 @@ def test_recipes_schedules_and_penalties():
 
 
 def test_quick_script(tmp_path):
-    out = tmp_path / "gs.json"
-    assert run_script("gateskip_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "gs.json", tmp_path / "gateskip.json"
+    assert (
+        run_script("gateskip_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results))
+        == 0
+    )
+    produced = read_results(results)
+    for name in (
+        "gateskip",
+        "gateskip_frozen_backbone",
+        "gateskip_frozen_gates_l1",
+        "gateskip_frozen_gates_l1_earlier",
+    ):
+        assert layout_differences(produced, read_results(RESULTS_DIR / "methods" / f"{name}.json")) == [], (
+            name
+        )
     payload = json.loads(out.read_text())
     points = payload["result"]["points"]
     assert payload["recipe"] == "paper" and payload["config"]["finetune"] == "full"

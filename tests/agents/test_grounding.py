@@ -20,6 +20,7 @@ from embodia.agents.methods.grounding import (
     token_signals,
 )
 from embodia.agents.tools import call_tool
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import run_script
 
 
@@ -117,8 +118,13 @@ def test_tool_and_quick_script(smol, tmp_path):
         p_cf = max(t["p_masked"], t["p_mismatched"])
         assert t["prob_margin"] == pytest.approx(t["confidence"] - p_cf)
 
-    out = tmp_path / "grounding.json"
-    assert run_script("grounding_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "grounding.json", tmp_path / "grounding_results.json"
+    assert (
+        run_script("grounding_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results))
+        == 0
+    )
+    committed = read_results(RESULTS_DIR / "methods" / "grounding.json")
+    assert layout_differences(read_results(results), committed) == []
     payload = json.loads(out.read_text())
     result = payload["result"]
     assert payload["items"] == 8 and set(result["token_auc"]) >= {"reliability", "meta", "confidence"}

@@ -16,6 +16,7 @@ from embodia.agents.methods.hybrid_zo import (
     topic_dataset,
     zo_projected_gradient,
 )
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import run_script
 
 
@@ -106,8 +107,13 @@ def test_memory_and_pass_accounting(mode, scope):
 
 
 def test_quick_script(tmp_path):
-    out = tmp_path / "hz.json"
-    assert run_script("hybrid_zo_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "hz.json", tmp_path / "hybrid_zo.json"
+    assert (
+        run_script("hybrid_zo_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results))
+        == 0
+    )
+    committed = read_results(RESULTS_DIR / "methods" / "hybrid_zo_blocks.json")
+    assert layout_differences(read_results(results), committed) == []
     results = {r["mode"]: r for r in json.loads(out.read_text())["results"]}
     assert set(results) == {"lora", "zo", "hybrid"}
     assert results["hybrid"]["forward_passes"] == 2 * 3 and results["hybrid"]["backward_passes"] == 2

@@ -18,6 +18,7 @@ from embodia.agents.methods.learn2pd.model import LMConfig, MaskedDiffusionLM, d
 from embodia.agents.methods.learn2pd.pipeline import build, load, save
 from embodia.agents.methods.learn2pd.tasks import VOCAB, check, make_batch
 from embodia.agents.tools import call_tool, list_tools
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
 
 torch.set_num_threads(1)
@@ -189,10 +190,19 @@ def test_tool_over_mcp(tmp_path, trained):
 
 
 def test_script_and_benchmark_quick_runs(tmp_path):
-    out = tmp_path / "l2pd.json"
-    assert run_script("learn2pd_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "l2pd.json", tmp_path / "results.json"
+    assert (
+        run_script("learn2pd_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results))
+        == 0
+    )
     data = json.loads(out.read_text())
     assert data["seeds"][0]["rows"][0]["passes"] == L
+    for task in ("shuffle", "sort"):  # both committed runs have the layout the script writes
+        committed = read_results(RESULTS_DIR / "methods" / f"learn2pd_{task}.json")
+        assert layout_differences(read_results(results), committed) == []
     from benchmarks.bench_parallel_decoding import main
 
-    assert main(["--quick"]) == 0
+    bench = tmp_path / "bench.json"
+    assert main(["--quick", "--results", str(bench)]) == 0
+    committed = read_results(RESULTS_DIR / "benchmarks" / "parallel_decoding.json")
+    assert layout_differences(read_results(bench), committed) == []

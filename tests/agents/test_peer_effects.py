@@ -31,6 +31,7 @@ from embodia.agents.methods.egonet_gnn import (
 from embodia.agents.methods.egonet_gnn.files import read_network, write_effects
 from embodia.agents.methods.egonet_gnn.model import linear_mmd, sinkhorn_wasserstein
 from embodia.agents.tools import ToolArgumentError, ToolContext, call_tool, list_tools
+from embodia.core.results import default_results_path, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
 
 # ---------------------------------------------------------------------------------------------- hand graph
@@ -399,8 +400,16 @@ def test_an_agent_estimates_peer_effects_over_mcp(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- script
 def test_quick_script(tmp_path):
-    out = tmp_path / "peer.json"
-    assert run_script("peer_effects_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "peer.json", tmp_path / "peer_results.json"
+    assert (
+        run_script(
+            "peer_effects_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results)
+        )
+        == 0
+    )
+    # the quick run's results file has the layout of the committed one (what the page renders)
+    committed = read_results(default_results_path("methods/peer_effects"))
+    assert layout_differences(read_results(results), committed) == []
     payload = json.loads(out.read_text())
     assert [(s["generator"], s["mechanism"]) for s in payload["settings"]] == [
         ("er", "count"),
@@ -415,3 +424,5 @@ def test_quick_script(tmp_path):
             assert len(runs["pehe_direct"]) == 1 and 0 < runs["pehe_direct"][0] < 10
     # the count baseline's exposure is the count itself: rank correlation 1 on the count mechanism
     assert payload["settings"][0]["runs"]["count"]["exposure_spearman"] == [pytest.approx(1.0)]
+    spearman = read_results(results)["tables"]["exposure_spearman"]["rows"][0]
+    assert spearman["count"] == pytest.approx(1.0) and spearman["best"] == "count"

@@ -32,6 +32,7 @@ from embodia.agents.methods.spatial_dise import (
     question_at,
 )
 from embodia.agents.tools import ToolArgumentError, ToolContext, call_tool, list_tools
+from embodia.core.results import default_results_path, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
 
 SEEDS = range(20)
@@ -612,8 +613,21 @@ def test_an_agent_answers_questions_one_by_one_over_mcp(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- script
 def test_quick_script(tmp_path, smol):  # smol: the model is loaded once for the session
-    out = tmp_path / "spatial.json"
-    assert run_script("spatial_dise_experiment", "--quick", "--quiet", "--out", str(out)) == 0
+    out, results = tmp_path / "spatial.json", tmp_path / "spatial_results.json"
+    assert (
+        run_script(
+            "spatial_dise_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results)
+        )
+        == 0
+    )
+    # the quick run's results file has the layout of the committed ones (single pass and --circular alike)
+    written = read_results(results)
+    for name in ("methods/spatial_dise", "methods/spatial_dise_circular"):
+        assert layout_differences(written, read_results(default_results_path(name))) == []
+    rows = written["tables"]["accuracy"]["rows"]
+    assert rows[-1]["quadrant"] == "overall" and rows[-1]["n"] == 2 * len(KIND_NAMES)
+    letters = {r["letter"]: r["chosen"] for r in written["tables"]["letters"]["rows"]}
+    assert sum(letters.values()) == 2 * len(KIND_NAMES)
     payload = json.loads(out.read_text())
     report = payload["report"]
     assert report["n"] == 2 * len(KIND_NAMES) and set(report["by_quadrant"]) == set(QUADRANTS)

@@ -23,6 +23,7 @@ from embodia.agents.methods.vppo.vppo import (
     vppo_loss,
 )
 from embodia.agents.tools import call_tool, list_tools
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
 
 torch.set_num_threads(1)
@@ -216,8 +217,13 @@ def test_tool_over_mcp(tmp_path, warm):
 
 
 def test_script_quick_run(tmp_path):
-    out, plot = tmp_path / "vppo.json", tmp_path / "vppo.png"
-    assert run_script("vppo_experiment", "--quick", "--quiet", "--out", str(out), "--plot", str(plot)) == 0
+    out, plot, results = tmp_path / "vppo.json", tmp_path / "vppo.png", tmp_path / "results.json"
+    args = ["--quick", "--quiet", "--out", str(out), "--plot", str(plot), "--results", str(results)]
+    assert run_script("vppo_experiment", *args) == 0
     data = json.loads(out.read_text())
     assert [s for s, _ in data["runs"][0]["grpo"]["curve"]] == [0, 2, 4] and plot.stat().st_size > 0
-    assert "GRPO accuracy" in data["accuracy_table"]
+    produced = read_results(results)
+    assert [row["step"] for row in produced["tables"]["accuracy"]["rows"]] == [0, 2, 4]
+    for name in ("vppo_count", "vppo_count_lr1e-3"):  # the committed runs have the layout the script writes
+        committed = read_results(RESULTS_DIR / "methods" / f"{name}.json")
+        assert layout_differences(produced, committed) == []

@@ -1,4 +1,4 @@
-"""The commands the guides show run as written: every fenced block marked ``<!-- test: run -->``.
+"""The commands the guides and the README show run as written: every fenced block marked ``<!-- test: run -->``.
 
 A guide marks a block a user would copy, and that takes seconds, with the comment on the line before its
 fence (``<!-- test: run -->``, or ``<!-- test: run timeout=120 -->``). The marked blocks of a page run in
@@ -33,7 +33,8 @@ def marked_blocks(text: str) -> list[tuple[str, str, int]]:
 
 
 def pages_with_blocks() -> list[Path]:
-    return sorted(p for p in DOCS.rglob("*.md") if marked_blocks(p.read_text()))
+    pages = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    return [p for p in pages if marked_blocks(p.read_text())]
 
 
 def scratch_folder(path: Path) -> Path:
@@ -53,7 +54,7 @@ def test_some_guides_have_runnable_blocks():
     assert len(pages_with_blocks()) >= 3
 
 
-@pytest.mark.parametrize("page", pages_with_blocks(), ids=lambda p: p.relative_to(DOCS).as_posix())
+@pytest.mark.parametrize("page", pages_with_blocks(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_marked_blocks_of_a_page_run(page, tmp_path):
     work = scratch_folder(tmp_path / "work")
     env = {

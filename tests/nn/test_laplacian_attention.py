@@ -15,6 +15,7 @@ from mcp import ClientSession, stdio_client
 
 import embodia.nn.laplacian_attention as la
 from embodia.agents.tools import ToolArgumentError, call_tool
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from embodia.nn.laplacian_attention import (
     LaplacianAttention,
     laplacian_attention,
@@ -150,15 +151,24 @@ def test_tool_over_mcp(tmp_path: Any) -> None:
 
 
 def test_script_quick(tmp_path: Any) -> None:
-    out = tmp_path / "exp.json"
-    assert run_script("laplacian_attention_experiment", "--quick", "--out", str(out)) == 0
+    out, results = tmp_path / "exp.json", tmp_path / "results.json"
+    assert (
+        run_script("laplacian_attention_experiment", "--quick", "--out", str(out), "--results", str(results))
+        == 0
+    )
     payload = json.loads(out.read_text())
     assert payload["approximation"] and payload["vit"]
+    committed = read_results(RESULTS_DIR / "methods" / "laplacianformer.json")
+    assert layout_differences(read_results(results), committed) == []
 
 
 def test_benchmark_quick(tmp_path: Any) -> None:
     from benchmarks.bench_laplacian_attention import main
 
     out = tmp_path / "bench.json"
-    assert main(["--quick", "--out", str(out)]) == 0
-    assert [r["tokens"] for r in json.loads(out.read_text())["results"]] == [1024, 2048]
+    assert main(["--quick", "--results", str(out)]) == 0
+    produced = read_results(out)
+    assert [r["tokens"] for r in produced["data"]["results"]] == [1024, 2048]
+    assert [r["tokens"] for r in produced["tables"]["backward"]["rows"]] == [1024, 2048]
+    committed = read_results(RESULTS_DIR / "benchmarks" / "laplacian_attention.json")
+    assert layout_differences(produced, committed) == []

@@ -7,16 +7,47 @@ import json
 import numpy as np
 import pytest
 
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
+
+COMMITTED = ("cube_single", "scene", "puzzle3x3")  # results/offline_rl/<env>.json, one per environment
+
 
 def test_quick_comparison_runs_and_reports(cli, tmp_path):
     out = tmp_path / "bench"
-    result = cli("bench", "offline-rl", "--quick", "--out", str(out), check=True)
+    results = tmp_path / "results" / "{env}.json"
+    result = cli("bench", "offline-rl", "--quick", "--out", str(out), "--results", str(results), check=True)
     assert "| CubeSingle (1, 2, 3, 4, 5) | deas |" in result.stdout
+
+    # the results file: the layout of the committed ones (so a full run renders the same pages), its numbers
+    # those of results.json, the play data's coverage counted per task
+    written = read_results(tmp_path / "results" / "cube_single.json")
+    assert written["name"] == "offline_rl/cube_single" and written["seeds"] == [0]
+    assert written["command"].startswith("embodia bench offline-rl --quick")
+    for name in COMMITTED:
+        assert layout_differences(written, read_results(RESULTS_DIR / "offline_rl" / f"{name}.json")) == []
+    methods = written["tables"]["methods"]["rows"]
+    assert [r["method"] for r in methods][0] == "DEAS (H=4, FQL extraction, alpha 300) — the paper's settings"
+    coverage = written["tables"]["coverage"]["rows"]
+    assert [r["task"] for r in coverage] == [1, 2, 3, 4, 5]
+    for row in coverage:
+        assert row["episodes"] == 2 and row["steps"] == 400
+        assert 0 <= row["episodes_with_goal"] <= row["episodes"] and 0 <= row["goal_steps"] <= row["steps"]
+        assert (row["goal_steps"] > 0) == (row["episodes_with_goal"] > 0)
+    runs = written["data"]["methods"]["deas"]["runs"]
+    assert sorted(r["task_id"] for r in runs) == [1, 2, 3, 4, 5] and all(
+        r["eval_episodes"] == 1 for r in runs
+    )
     summary = json.loads((out / "results.json").read_text())
     rows = {r["method"]: r for r in summary["rows"]}
     assert set(rows) == {"deas", "qc_fql", "fql", "iql", "bc"}
     assert rows["deas"]["settings"]["extraction"] == "fql" and rows["qc_fql"]["settings"]["horizon"] == 5
-    for row in rows.values():
+    for method_row, row in zip(methods, rows.values(), strict=True):
+        assert method_row["success"] == {
+            "value": row["success"],
+            "low": row["interval"][0],
+            "high": row["interval"][1],
+        }
+        assert method_row["per_task"] == list(row["per_task"].values())
         low, high = row["interval"]
         # the five-task protocol at toy size: five tasks, each its own dataset, one seed, one episode each
         assert 0.0 <= low <= row["success"] <= high <= 1.0 and row["episodes"] == 5
@@ -57,6 +88,8 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
         "--quick",
         "--out",
         str(out),
+        "--results",
+        str(tmp_path / "bf16.json"),
         "--methods",
         "bc",
         "--matmul-precision",
@@ -68,10 +101,19 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
         trained["method_config"]["matmul_precision"] == "bfloat16" and bc_config.stat().st_mtime_ns != first
     )
     assert "bfloat16 matrix products" in (out / "results.md").read_text()
+    assert [r["method"] for r in read_results(tmp_path / "bf16.json")["tables"]["methods"]["rows"]] == ["BC"]
 
 
 def test_unknown_environment_is_one_clear_error(cli, tmp_path):
     result = cli("bench", "offline-rl", "--env", "CubeSingle", "Kitchen", "--out", str(tmp_path / "b"))
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "--env Kitchen: not in the comparison; choose from CubeSingle, Scene, Puzzle3x3" in result.stderr
+    assert not (tmp_path / "b").exists()  # nothing started
+
+
+def test_one_results_path_for_several_environments_is_refused(cli, tmp_path):
+    command = ("bench", "offline-rl", "--env", "CubeSingle", "Scene", "--out", str(tmp_path / "b"))
+    result = cli(*command, "--results", str(tmp_path / "r.json"))
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "2 environments need {env} in the path" in result.stderr
     assert not (tmp_path / "b").exists()  # nothing started

@@ -177,3 +177,18 @@ def test_isolation_helper_gives_a_private_loopback_only_network():
     assert result.returncode == 0
     links = [line.split(":")[1].strip() for line in result.stdout.strip().splitlines()]
     assert links == ["lo"] and os.environ.get("ROS_LOG_DIR")
+
+
+def test_latency_benchmark_quick_writes_the_committed_layout(tmp_path):
+    """``benchmarks/bench_ros_latency.py --quick``: every path answers, and its results file has the layout
+    of the committed ``results/benchmarks/ros_latency.json`` the ROS 2 page renders (timings not asserted)."""
+    from benchmarks.bench_ros_latency import main
+    from embodia.core.results import layout_differences, read_results
+
+    out = tmp_path / "ros_latency.json"
+    main(["--quick", "--results", str(out)])
+    produced = read_results(out)
+    assert layout_differences(produced, read_results(ROOT / "results/benchmarks/ros_latency.json")) == []
+    assert all(row["samples"] > 0 for row in produced["tables"]["latency"]["rows"])
+    assert [row["target_hz"] for row in produced["tables"]["rates"]["rows"]] == [50, 100, 50, 100]
+    assert produced["tables"]["act"]["rows"][1]["max_abs_diff"] <= 1e-5  # the export's own check

@@ -1,29 +1,51 @@
-"""`scripts/kitchen_policies.py --quick`: demonstrations -> BC-with-chunks and DEAS -> evaluation, end to end."""
+"""`scripts/kitchen_policies.py --quick`: demonstrations -> every arm (BC with chunks, DEAS, QC-FQL) -> evaluation,
+end to end, in the layout of the committed results file."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.conftest import ROOT
+
+ARMS = [
+    "bc (chunks)",
+    "deas",
+    "deas (awr)",
+    "deas (fql)",
+    "deas (fql, normalized q)",
+    "deas (best-of-32)",
+    "qc-fql",
+]
 
 
 def test_quick_kitchen_policies(tmp_path):
     result = subprocess.run(
-        [sys.executable, "scripts/kitchen_policies.py", "--quick", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "scripts/kitchen_policies.py",
+            "--quick",
+            "--out",
+            str(tmp_path / "runs"),
+            "--results",
+            str(tmp_path / "policies.json"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = json.loads((tmp_path / "results.json").read_text())
-    assert [r["method"] for r in rows] == ["bc (chunks)", "deas", "deas (fql)", "qc-fql"]
-    for row in rows:
-        assert row["demos"] == 2 and row["demo_steps"] > 0 and row["episodes"] == 1
-        assert 0.0 <= row["interval"][0] <= row["success"] <= row["interval"][1] <= 1.0
-    assert (tmp_path / "results.md").read_text().count("| OpenDrawer |") == 4
+    produced = read_results(tmp_path / "policies.json")
+    assert layout_differences(produced, read_results(RESULTS_DIR / "kitchen" / "policies.json")) == []
+    assert [r["method"] for r in produced["data"]["rows"]] == ARMS
+    for row in produced["tables"]["policies"]["rows"]:
+        assert row["task"] == "OpenDrawer"
+        success = row["success"]
+        assert 0.0 <= success["low"] <= success["value"] <= success["high"] <= 1.0
+    (demos,) = produced["tables"]["demonstrations"]["rows"]
+    assert demos["episodes"] == 2 and demos["steps"] > 0 and 0 <= demos["successes"] <= 2
 
 
 def test_an_unknown_arm_is_refused_with_one_line(tmp_path):

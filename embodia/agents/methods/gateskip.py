@@ -38,7 +38,7 @@ validity mask = neither padding nor EOS. Recipes (:data:`RECIPES`, :func:`recipe
 - ``"paper"`` (the defaults of :class:`GateSkipConfig`): the above, scaled to this machine's step count.
 - ``"frozen-backbone"``: the paper's ablation: base weights frozen, only the gates learn, lr 1e-4 (the
   authors start it from a backbone fine-tuned under random skipping; here from the original model).
-- ``"frozen-gates-l1"``: embodia's earlier variant, kept as an ablation (the README shows its table beside the
+- ``"frozen-gates-l1"``: embodia's earlier variant, kept as an ablation (its page, docs/methods/gateskip.md, shows its table beside the
   paper recipe's): gates only (Adam, lr 2e-2 on biases, 4e-4 on weights, constant), W = 0, L1 with lambda 0.1,
   no skipping during training, a per-sequence top-k instead of the batch threshold, the first token never
   skipped, the gate input not detached.

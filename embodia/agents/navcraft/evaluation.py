@@ -17,7 +17,7 @@ Disturbances (:func:`random_disturbances`, reproducible per episode and seed): o
 at a random time in the first half of the planned makespan, and a door that one of the plan's moves goes
 through is closed at a random time in its first 60 % - only a door whose closing leaves the scene another
 way round (every place of the mission still reachable; none in a tree-shaped part of a floor plan). Each result row carries the metrics of
-:mod:`.metrics` and the episode's taxonomy type; :func:`summary_rows` turns rows into the README's tables.
+:mod:`.metrics` and the episode's taxonomy type; :func:`summary_rows` turns rows into the tables of the NavCraft guide (docs/guides/navcraft.md).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from embodia.agents.scienceboard.agents import Agent, make_agent
 from embodia.agents.scienceboard.env import ScienceBoardEnv
 from embodia.agents.scienceboard.sandbox import SandboxError
 from embodia.agents.scienceboard.tasks import DIFFICULTIES, DOMAINS, Task
+from embodia.core.results import Column, Table
 
 
 def run_episode(
@@ -177,6 +178,23 @@ def results_markdown(records: list[dict[str, Any]]) -> str:
             cells.append(f"{done}/{count} ({100 * done / count:.0f} %)" if count else "-")
         lines.append(f"| {domain} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def success_table(records: list[dict[str, Any]]) -> Table:
+    """The success table per domain and difficulty as a results table (success rates as fractions)."""
+    table = Table(
+        [
+            Column("domain", "domain"),
+            Column("tasks", "tasks (easy, medium, hard)"),
+            *(Column(key, key, ".0%") for key in DIFFICULTIES),
+            Column("solved", "solved"),
+            Column("total", "total", ".0%"),
+        ]
+    )
+    for domain, row in summarise(records).items():
+        rates = {key: row[key][0] / row[key][1] if row[key][1] else None for key in (*DIFFICULTIES, "total")}
+        table.add(domain=domain, tasks=[row[key][1] for key in DIFFICULTIES], solved=row["total"][0], **rates)
+    return table
 
 
 def write_results(records: list[dict[str, Any]], out_dir: Path) -> None:

@@ -1,4 +1,5 @@
-"""scripts/navcraft_experiment.py --quick: every table's numbers in the JSON, the picture written."""
+"""scripts/navcraft_experiment.py --quick: every table in the results file (the committed file's layout),
+every episode's row in the JSON, the picture written."""
 
 from __future__ import annotations
 
@@ -7,51 +8,60 @@ import json
 import numpy as np
 from PIL import Image
 
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import run_script
 
 
 def test_quick_experiment_writes_the_tables_and_the_picture(tmp_path):
     out, image = tmp_path / "navcraft.json", tmp_path / "pictures" / "episode.png"
+    results = tmp_path / "results" / "navcraft.json"
     code = run_script(
-        "navcraft_experiment", "--quick", "--quiet", "--out", str(out), "--image", str(image), "--lm", "none"
+        "navcraft_experiment",
+        "--quick",
+        "--quiet",
+        "--out",
+        str(out),
+        "--results",
+        str(results),
+        "--image",
+        str(image),
+        "--lm",
+        "none",
     )
     assert code == 0
-    data = json.loads(out.read_text())
-    assert {"config", "generation", "comparison", "disturbance", "lm", "picture", "seconds"} <= set(data)
-    generation = data["generation"]
-    assert generation["episodes"] == 6 == sum(generation["by_taxonomy"].values())
-    assert {"room_hops", "mission_length_m", "robots", "items", "rejected", "episodes_per_second"} <= set(
-        generation
+    produced = read_results(results)
+    assert layout_differences(produced, read_results(RESULTS_DIR / "navcraft" / "experiment.json")) == []
+    assert produced["seeds"] == [0] and produced["command"].startswith(
+        "python scripts/navcraft_experiment.py"
     )
-    executed = {row["taxonomy"]: row for row in data["comparison"]["executed"]}
+    tables = {name: table["rows"] for name, table in produced["tables"].items()}
+
+    assert sum(row["episodes"] for row in tables["taxonomy"]) == 6 == tables["generation"][0]["episodes"]
+    assert abs(sum(row["share"] for row in tables["taxonomy"]) - 1) < 1e-9
+    assert [row["statistic"] for row in tables["statistics"]] == ["room hops per leg", "mission length, m"]
+    for quantity in ("robots", "items"):
+        assert sum(row["episodes"] for row in tables["composition"] if row["quantity"] == quantity) == 6
+
+    executed = {row["taxonomy"]: row for row in tables["executed"]}
     assert executed["all"]["episodes"] == 6
     assert sum(row["episodes"] for name, row in executed.items() if name != "all") == 6
-    for key in (
-        "solo_makespan",
-        "collab_makespan",
-        "makespan_reduction_pct",
-        "success_solo",
-        "success_collab",
-        "step_success_solo",
-        "step_success_collab",
-        "handoff_errors",
-        "interference",
-        "spl_solo",
-        "spl_collab",
-    ):
-        assert key in executed["all"], key
-    reduction = executed["all"]["makespan_reduction_pct"]
     solo, collab = executed["all"]["solo_makespan"], executed["all"]["collab_makespan"]
-    assert abs(reduction - 100 * (solo - collab) / solo) < 1e-9
-    planned = {row["taxonomy"]: row for row in data["comparison"]["planned"]}
+    assert abs(executed["all"]["reduction"] - (solo - collab) / solo) < 1e-9
+    planned = {row["taxonomy"]: row for row in tables["planned"]}
     assert planned.keys() == executed.keys()
-    assert planned["all"]["planned_collab_makespan"] <= planned["all"]["planned_solo_makespan"]
-    disturbance = data["disturbance"]
-    assert [row["run"] for row in disturbance["table"]] == ["re-planning", "no re-planning"]
-    assert 0 <= disturbance["saved"] <= disturbance["failed_without_replan"] <= 6
-    assert data["lm"]["episodes"] == 0 and data["lm"]["table"] == []  # --lm none
+    assert planned["all"]["planned_collab"] <= planned["all"]["planned_solo"]
+
+    assert [row["run"] for row in tables["disturbance"]] == ["re-planning", "no re-planning"]
+    (effect,) = tables["replanning"]
+    assert 0 <= effect["saved"] <= effect["failed_without"] <= 6
+    assert tables["lm"] == []  # --lm none
+    assert [row["stage"] for row in tables["timing"]][-1] == "total"
+
+    data = json.loads(out.read_text())
     assert len(data["rows"]["planner"]) == len(data["rows"]["disturbed_no_replan"]) == 6
-    picture = data["picture"]
+    assert data["rows"]["llm"] == []
+    (picture,) = tables["picture"]
     assert picture["taxonomy"] in ("relay", "rendezvous_swap")
+    assert produced["data"]["picture"]["path"] == str(image)
     pixels = np.asarray(Image.open(image))
     assert pixels.ndim == 3 and pixels.shape[2] == 3 and min(pixels.shape[:2]) > 100

@@ -12,7 +12,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import embodia
+from benchmarks import bench_kitchen
 from embodia.core.errors import ActionError, EmbodiaError
+from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from embodia.data.store import TrajectoryStore
 from embodia.envs import env_ids
 from embodia.envs.kitchen import TASKS, decode_instruction
@@ -288,3 +290,12 @@ def test_render_script_writes_the_figures(tmp_path):
     assert not np.array_equal(frames[0], frames[-1])  # the arm moved
     assert imageio.imread(tmp_path / "TurnOnFaucet.png").shape == (120, 160, 3)
     assert imageio.imread(tmp_path / "layouts.png").shape == (120, 320, 3)  # two kitchens side by side
+
+
+def test_benchmark_quick_writes_the_committed_layout(tmp_path):
+    out = tmp_path / "kitchen.json"
+    bench_kitchen.main(["--quick", "--results", str(out)])
+    produced = read_results(out)
+    assert layout_differences(produced, read_results(RESULTS_DIR / "benchmarks" / "kitchen.json")) == []
+    rows = produced["tables"]["steps"]["rows"]
+    assert len(rows) == 5 and all(r["steps_per_second"] > 0 for r in rows)

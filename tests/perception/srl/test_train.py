@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from embodia.core.results import layout_differences, read_results
 from embodia.perception.srl import (
     SRLConfig,
     SRLConfigError,
@@ -17,6 +18,7 @@ from embodia.perception.srl import (
     variant_config,
 )
 from embodia.perception.video import render_videos
+from tests.conftest import ROOT
 from tests.perception.conftest import run_script
 
 torch.set_num_threads(1)
@@ -68,9 +70,12 @@ def test_schedule_switches_losses_on_and_off(tiny):
 
 
 def test_quick_experiment_writes_json_and_picture(tmp_path):
-    out = tmp_path / "srl.json"
-    assert run_script("srl_experiment", "--quick", "--out", str(out)) == 0
+    out, written = tmp_path / "srl.json", tmp_path / "srl_results.json"
+    assert run_script("srl_experiment", "--quick", "--out", str(out), "--results", str(written)) == 0
     result = json.loads(out.read_text())
     assert [r["variant"] for r in result["summary"]] == ["base", "reg", "srl"]
     assert all(np.isfinite(r["fg_ari"]["mean"]) for r in result["summary"])
     assert (tmp_path / "srl.png").is_file()
+    # the committed results file (docs/guides/video.md) has the layout this script writes
+    committed = read_results(ROOT / "results" / "perception" / "srl.json")
+    assert layout_differences(read_results(written), committed) == []

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 
+from embodia.core.results import layout_differences, read_results
+from tests.conftest import ROOT
 from tests.perception.conftest import run_script
 
 
 def test_quick_run_trains_every_arm(tmp_path):
-    assert (
-        run_script("ver_experiment", "--quick", "--out", str(tmp_path), "--teachers", str(tmp_path / "none"))
-        == 0
-    )
+    results = tmp_path / "ver.json"
+    teachers = str(tmp_path / "none")
+    argv = ["--quick", "--out", str(tmp_path), "--teachers", teachers, "--results", str(results)]
+    assert run_script("ver_experiment", *argv) == 0
+    # the committed results file (docs/guides/perception.md) has the layout this script writes
+    committed = read_results(ROOT / "results" / "perception" / "ver.json")
+    assert layout_differences(read_results(results), committed) == []
     summary = json.loads((tmp_path / "results.json").read_text())
     arms = [row["arm"] for row in summary["rows"]]
     assert arms == [

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from embodia.core.results import layout_differences, read_results
 from embodia.perception.vff import (
     FieldConfig,
     VFFError,
@@ -80,8 +81,12 @@ def test_experiment_quick_run(tmp_path):
     spec = importlib.util.spec_from_file_location("_vff_experiment", ROOT / "scripts" / "vff_experiment.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    out = tmp_path / "r.json"
-    assert module.main(["--quick", "--out", str(out), "--save", str(tmp_path / "model")]) == 0
+    out, written = tmp_path / "r.json", tmp_path / "vff.json"
+    argv = ["--quick", "--out", str(out), "--save", str(tmp_path / "model"), "--results", str(written)]
+    assert module.main(argv) == 0
     results = json.loads(out.read_text())
     assert len(results["upscaling"]) == 4 and len(results["psf"]) == 4
+    # the committed results file (docs/guides/video.md) has the layout this script writes
+    committed = read_results(ROOT / "results" / "perception" / "vff.json")
+    assert layout_differences(read_results(written), committed) == []
     assert (tmp_path / "model" / "model.safetensors").is_file() and out.with_suffix(".png").is_file()
