@@ -107,6 +107,17 @@ def make(env_id: str, **kwargs: Any) -> gymnasium.Env:
         ) from None
 
 
+def env_config_type(env_id: str) -> type | None:
+    """The type of an environment's keyword arguments, where its class declares one (``config_type``).
+
+    Its fields typed as paths (:class:`embodia.core.paths.PathArgument`) are what a caller that passes on
+    untrusted arguments (the MCP server's ``run_episodes``) confines; an environment without one takes no path.
+    """
+    from gymnasium.envs.registration import load_env_creator
+
+    return getattr(load_env_creator(gymnasium.spec(resolve_id(env_id)).entry_point), "config_type", None)
+
+
 def _parameters(env_id: str) -> list[str]:
     """The keyword arguments the environment's constructor takes (besides those its id fixes)."""
     import inspect

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
+from embodia.core.paths import PathArgument
 from embodia.policies.learner import ChunkedPolicyConfig, NetworkConfig, OfflineLearner
 from embodia.policies.networks import Actor, ObsNormalizer
 
@@ -44,7 +45,7 @@ class PixelBCConfig(NetworkConfig, ChunkedPolicyConfig):
     """Observation keys holding images, all through one shared encoder (goal-conditioned tasks: both)."""
     state_keys: tuple[str, ...] = ()
     """Flat observation keys appended to the image features (standardised with dataset statistics)."""
-    encoder: str = "cnn"
+    encoder: Annotated[str, PathArgument(names=frozenset({"cnn"}), path_prefixes=("hf:",))] = "cnn"
     """``cnn`` (trained end to end), a saved encoder folder (a teacher, or VER), or ``hf:FOLDER``."""
     freeze_encoder: bool = False
     """No gradient into the encoder (a VER encoder keeps its library frozen and trains its router unless set)."""

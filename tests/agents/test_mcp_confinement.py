@@ -166,3 +166,60 @@ def test_mcp_sends_the_key_only_to_allowed_endpoints_and_never_echoes_them(tmp_p
     assert first["headers"]["Authorization"] == f"Bearer {KEY}"
     body = json.loads(first["body"])
     assert body["model"] == "smol" and body["max_tokens"] == 3
+
+
+def test_mcp_confines_paths_nested_in_environment_and_method_arguments(tmp_path):
+    """Paths inside ``env_kwargs`` and a method's ``config`` are confined by their type, not by tool."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    from embodia.envs.habitat.scene import load_scene
+
+    scene = json.loads(json.dumps(load_scene("apartment_0").to_dict()))
+    (outside / "room.json").write_text(json.dumps(scene))  # a valid scene: only the refusal protects it
+    (ws / "room.json").write_text(json.dumps(scene))
+    results = _calls(
+        _serve("--workspace", str(ws)),
+        {
+            "scene_out": (
+                "run_episodes",
+                {"env_id": "embodia/Nav-PointNav-v0", "policy": "random", "max_steps": 2,
+                 "env_kwargs": {"scenes": [str(outside / "room.json")], "sensors": "none"}},
+            ),
+            "scene_up": (
+                "run_episodes",
+                {"env_id": "embodia/Nav-PointNav-v0", "policy": "random", "max_steps": 2,
+                 "env_kwargs": {"scenes": "../outside/room", "sensors": "none"}},
+            ),
+            "dataset": (
+                "run_episodes",
+                {"env_id": "embodia/Nav-PointNav-v0", "env_kwargs": {"dataset": "/etc/passwd"}},
+            ),
+            "scenes_dir": (
+                "run_episodes",
+                {"env_id": "embodia/Nav-ObjectNav-v0", "env_kwargs": {"scenes_dir": "/"}},
+            ),
+            "encoder": (
+                "train_policy",
+                {"method": "pixel_bc", "dataset": "missing.zarr", "out": "run",
+                 "config": {"encoder": f"hf:{outside}"}},
+            ),
+            "scene_in": (
+                "run_episodes",
+                {"env_id": "embodia/Nav-PointNav-v0", "policy": "random", "max_steps": 2,
+                 "env_kwargs": {"scenes": ["room.json", "apartment_1", "procedural:office:3"], "sensors": "none"}},
+            ),
+        },
+    )  # fmt: skip
+    for name, field in [
+        ("scene_out", f"env_kwargs: scenes: path '{outside / 'room.json'}'"),
+        ("scene_up", "env_kwargs: scenes: path '../outside/room' (resolves to"),
+        ("dataset", "env_kwargs: dataset: path '/etc/passwd'"),
+        ("scenes_dir", "env_kwargs: scenes_dir: path '/'"),
+        ("encoder", f"config: encoder: path '{outside}'"),
+    ]:
+        message = _error(results[name])
+        assert field in message and f"is outside the workspace {ws.resolve()}" in message, message
+    inside = results["scene_in"]  # a scene file in the workspace, shipped names and procedural scenes pass
+    assert not inside.is_error, inside.content[0].text
+    assert inside.structured_content["episodes"][0]["length"] <= 2

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from embodia.agents.tools.registry import (
     UNCONFINED,
+    EnvKwargs,
     InputPath,
+    MethodOptions,
     ModelSpec,
     OutputPath,
     Progress,
@@ -28,7 +30,9 @@ from embodia.agents.tools.registry import (
 
 __all__ = [
     "UNCONFINED",
+    "EnvKwargs",
     "InputPath",
+    "MethodOptions",
     "ModelSpec",
     "OutputPath",
     "Progress",

@@ -14,7 +14,9 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from embodia.agents.tools.registry import (
+    EnvKwargs,
     InputPath,
+    MethodOptions,
     OutputPath,
     Progress,
     name_or_input_path,
@@ -58,8 +60,9 @@ class RunEpisodesArgs:
     """Seed of the first episode."""
     max_steps: Annotated[int, Field(ge=1, le=100_000)] | None = None
     """Cut episodes at this many steps (default: the environment's limit)."""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Environment arguments, e.g. ``{"task_id": 2}``."""
+    env_kwargs: EnvKwargs = field(default_factory=dict)
+    """Environment arguments, e.g. ``{"task_id": 2}`` (file arguments, such as a navigation ``dataset``, must
+    lie in the workspace)."""
     record: OutputPath | None = None
     """Append the episodes to this trajectory store (``*.zarr``; created if missing)."""
 
@@ -135,8 +138,9 @@ class TrainPolicyArgs:
     """Windows per gradient step."""
     seed: Annotated[int, Field(ge=0)] = 0
     """Seed of networks and sampling."""
-    config: dict[str, Any] = field(default_factory=dict)
-    """Method options, e.g. ``{"horizon": 4}`` for DEAS or ``{"chunk": 4}`` for BC."""
+    config: MethodOptions = field(default_factory=dict)
+    """Method options, e.g. ``{"horizon": 4}`` for DEAS or ``{"chunk": 4}`` for BC (file options, such as a
+    pixel policy's ``encoder`` folder, must lie in the workspace)."""
     env_id: str | None = None
     """Evaluate in this environment at the end (and every ``eval_every`` steps)."""
     eval_every: Annotated[int, Field(ge=0)] = 0

@@ -47,6 +47,7 @@ from pydantic import AfterValidator, ValidationInfo
 from embodia.agents.llm import KNOWN_MODELS, endpoint_base, endpoints_allowed, is_endpoint
 from embodia.core.errors import EmbodiaError
 from embodia.core.jsonable import to_jsonable
+from embodia.core.paths import confine_paths
 from embodia.core.validation import adapter, validate, with_inherited_descriptions
 
 #: modules that register tools; imported by :func:`load_tools`. Add yours here.
@@ -205,6 +206,43 @@ OutputPath = Annotated[str, AfterValidator(_output_path)]
 ModelSpec = Annotated[str, AfterValidator(_model_spec)]
 """A language model: a known name, a local folder / .gguf file (an :data:`InputPath`), or an endpoint URL
 ``http(s)://host:port/v1#model`` (an allowed endpoint when confined)."""
+
+
+def _env_kwargs(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    """Environment arguments: the ones the environment's config types as paths are confined (by type)."""
+    context = _context(info)
+    env_id = info.data.get("env_id") if isinstance(info.data, Mapping) else None
+    if context.workspace is None or not value or not env_id:
+        return value
+    from embodia.envs.registration import env_config_type
+
+    try:
+        config_type = env_config_type(env_id)
+    except Exception:  # an unknown id: the tool reports it when it makes the environment
+        return value
+    return value if config_type is None else confine_paths(config_type, value, context.path)
+
+
+def _method_config(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    """A learning method's options: the ones its config types as paths are confined (by type)."""
+    context = _context(info)
+    method = info.data.get("method") if isinstance(info.data, Mapping) else None
+    if context.workspace is None or not value or not method:
+        return value
+    from embodia.policies.learner import learner_classes
+
+    try:
+        config_type = learner_classes(method)[1]
+    except EmbodiaError:  # an unknown method: the tool reports it
+        return value
+    return confine_paths(config_type, value, context.path)
+
+
+EnvKwargs = Annotated[dict[str, Any], AfterValidator(_env_kwargs)]
+"""Keyword arguments of the environment named by the ``env_id`` field before it; the options the
+environment's ``config_type`` marks as paths (:class:`embodia.core.paths.PathArgument`) are confined."""
+MethodOptions = Annotated[dict[str, Any], AfterValidator(_method_config)]
+"""Options of the learning method named by the ``method`` field before it; path options are confined."""
 
 
 def name_or_input_path(*names: str) -> Any:

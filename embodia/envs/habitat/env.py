@@ -49,6 +49,7 @@ from gymnasium import spaces
 from pydantic import Field
 
 from embodia.core.errors import ActionError, EnvArgumentError
+from embodia.core.paths import PathArgument, ReadPath
 from embodia.core.validation import validate
 from embodia.envs.habitat.backend import NavBackend, make_backend, resolve_backend
 from embodia.envs.habitat.coords import wrap_angle
@@ -65,12 +66,16 @@ from embodia.envs.habitat.habitat_format import DEFAULT_CATEGORY_IDS, episode_fr
 from embodia.envs.habitat.instructions import encode_instruction
 from embodia.envs.habitat.metrics import EpisodeMetrics
 from embodia.envs.habitat.mjcf import RobotSpec
-from embodia.envs.habitat.scene import Scene, load_scene
+from embodia.envs.habitat.scene import Scene, load_scene, shipped_scene_names
 
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = range(4)
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
 DEFAULT_SCENES = ("apartment_0", "apartment_1", "apartment_2", "office_0")
 _SCENE_CACHE: dict[str, Scene] = {}
+SceneRef = Annotated[
+    str, PathArgument(names=frozenset(shipped_scene_names()), name_prefixes=("procedural:",))
+]
+"""A scene: a shipped name, ``procedural:<kind>:<seed>``, or a scene JSON path (what a tool confines)."""
 
 
 @dataclass
@@ -89,15 +94,15 @@ class NavConfig:
     """Camera image width (pixels)."""
     height: Annotated[int, Field(ge=1)] = 128
     """Camera image height (pixels)."""
-    scenes: str | tuple[str, ...] = DEFAULT_SCENES
+    scenes: SceneRef | tuple[SceneRef, ...] = DEFAULT_SCENES
     """Scene references episodes are sampled in (shipped names, JSON paths, ``procedural:<kind>:<seed>``)."""
-    dataset: str | None = None
+    dataset: ReadPath | None = None
     """A habitat-lab JSON(.gz) episode file, or a split's top-level file next to its ``content/``;
     episodes are drawn from it instead of sampled."""
-    scenes_dir: str | None = None
+    scenes_dir: ReadPath | None = None
     """habitat-lab's scenes directory (``SCENES_DIR``): a scene path ``data/scene_datasets/X/s.glb``
     resolves to the embodia scene JSON ``<scenes_dir>/X/s.json``."""
-    scene_map: dict[str, str] | None = None
+    scene_map: dict[str, SceneRef] | None = None
     """Habitat scene paths (as in the file, without ``data/scene_datasets/``, or the scene's name) mapped
     to embodia scene references (shipped name, scene JSON, ``procedural:<kind>:<seed>``)."""
     content_scenes: str | tuple[str, ...] = ("*",)
@@ -160,6 +165,8 @@ class NavEnv(gymnasium.Env):
     """A Habitat-style navigation task (see module docstring). Keyword arguments are :class:`NavConfig` fields."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    config_type = NavConfig
+    """the keyword arguments' type: whoever passes untrusted ones confines its path fields by type"""
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         if render_mode not in (None, "rgb_array"):
