@@ -10,7 +10,14 @@ A :class:`Sandbox` owns
   ``pyatspi``);
 - every **process** it starts, each in a process group of its own (``start_new_session``), with a marker in its
   environment so that processes a program started behind our back (D-Bus activation, browser helpers) are
-  found too.
+  found too;
+- an **operating-system boundary** around the scientific programs (bubblewrap: mount and PID namespaces):
+  the file system they see is the system's programs and libraries read-only (``/usr``, ``/etc``, ``/var/lib``,
+  ...) plus the workspace, read-write, and the X server's socket; home folders, ``/root``, ``/tmp`` and
+  the project are not there at all, and every process a program starts dies with it. What a program does
+  with an agent's input — a command that evaluates Python, a file dialog, a macro — cannot reach a file
+  outside the workspace nor outlive the episode, whatever the text of the command. The display, bus and
+  input helpers the harness itself runs (Xvfb, D-Bus, xdotool, the accessibility reader) stay outside.
 
 Limits: :meth:`Sandbox.run` and the programs' read loops take a timeout; a program that does not answer in
 time is killed (its whole group) and :class:`ProgramHungError` ends the episode cleanly. :meth:`close` kills
@@ -18,7 +25,8 @@ everything that carries the marker and removes the workspace; it runs on ``with`
 exception unwinds through ``with``) and at interpreter exit for any sandbox still open.
 
 :func:`outside_paths` finds file names in an agent's command that leave the workspace (absolute paths,
-``..``, ``~``), which environments refuse unless the task allows it.
+``..``, ``~``), which environments refuse unless the task allows it: a clearer answer to the agent, not the
+boundary (the boundary is the file system the program sees).
 """
 
 from __future__ import annotations
@@ -52,6 +60,10 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 SCREEN = (1280, 800)
 """Virtual screen size in pixels."""
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+#: what a confined program sees of the system, read-only (the rest of the file system is not there)
+SYSTEM_FOLDERS = ("/usr", "/etc", "/var/lib", "/var/cache", "/sys", "/opt")
+#: the package's helper scripts that confined programs run (the PyMOL server): readable, nothing else of it
+HELPERS = Path(__file__).resolve().parent / "programs"
 
 
 class SandboxError(EmbodiaError):
@@ -159,6 +171,7 @@ class Sandbox:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 pass_fds=(write_end,),
+                confined=False,
             )
             os.close(write_end)
             number = _read_line(read_end, timeout=20.0, what="Xvfb's display number")
@@ -167,9 +180,18 @@ class Sandbox:
         self.display = f":{number}"
         self.env["DISPLAY"] = self.display
         bus = self.spawn(
-            ["dbus-daemon", "--session", "--fork", "--nopidfile", "--print-address=1"],
+            [
+                "dbus-daemon",
+                "--session",
+                "--fork",
+                "--nopidfile",
+                "--print-address=1",
+                # in the workspace, the one folder confined programs share with the harness
+                f"--address=unix:path={self.workspace / '.run' / 'bus'}",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
+            confined=False,
         )
         assert bus.stdout is not None
         self.env["DBUS_SESSION_BUS_ADDRESS"] = _read_line(
@@ -188,7 +210,7 @@ class Sandbox:
         # its fallback (asking the session bus) races the program's own start-up and loses now and then.
         ask = ["dbus-send", "--session", "--print-reply=literal", "--dest=org.a11y.Bus", "/org/a11y/bus"]
         for _ in range(50):
-            reply = self.run([*ask, "org.a11y.Bus.GetAddress"], timeout=10.0)
+            reply = self.run([*ask, "org.a11y.Bus.GetAddress"], timeout=10.0, confined=False)
             if reply.returncode == 0 and reply.stdout.strip():
                 break
             time.sleep(0.2)
@@ -198,10 +220,12 @@ class Sandbox:
         self.a11y_tree()  # starts the registry, which programs register with
         for _ in range(20):  # the bus launcher may still be settling the root window's properties
             self.run(
-                ["xprop", "-root", "-f", "AT_SPI_BUS", "8s", "-set", "AT_SPI_BUS", address], timeout=10.0
+                ["xprop", "-root", "-f", "AT_SPI_BUS", "8s", "-set", "AT_SPI_BUS", address],
+                timeout=10.0,
+                confined=False,
             )
             time.sleep(0.1)
-            if address in self.run(["xprop", "-root", "AT_SPI_BUS"], timeout=10.0).stdout:
+            if address in self.run(["xprop", "-root", "AT_SPI_BUS"], timeout=10.0, confined=False).stdout:
                 break
         else:
             raise SandboxError("could not publish the accessibility bus on the virtual display")
@@ -216,7 +240,7 @@ class Sandbox:
     def xdotool(self, *arguments: str, timeout: float = 15.0) -> str:
         """Run ``xdotool`` on this display; its output."""
         self._need_display()
-        return self.run(["xdotool", *arguments], timeout=timeout).stdout
+        return self.run(["xdotool", *arguments], timeout=timeout, confined=False).stdout
 
     def a11y_tree(self, application: str | None = None, max_lines: int = 300, timeout: float = 20.0) -> str:
         """The accessibility tree of ``application`` (default: every one) as indented text, one node a line."""
@@ -225,13 +249,32 @@ class Sandbox:
         argv = [SYSTEM_PYTHON, str(script), "--max-lines", str(max_lines)]
         if application:
             argv += ["--application", application]
-        return self.run(argv, timeout=timeout).stdout
+        return self.run(argv, timeout=timeout, confined=False).stdout
 
     def _need_display(self) -> None:
         if self.display is None:
             raise SandboxError("this sandbox has no display (create it with display=True)")
 
     # ---------------------------------------------------------------------------------------- processes
+    def confinement(self, cwd: str | Path | None = None) -> list[str]:
+        """The bubblewrap command line that runs a program inside the episode's boundary (module docstring)."""
+        require_programs(["bwrap"], "bubblewrap")
+        argv = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        for folder in SYSTEM_FOLDERS:
+            argv += ["--ro-bind-try", folder, folder]
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # merged-/usr links, or real folders
+            top = Path("/") / name
+            if top.is_symlink():
+                argv += ["--symlink", os.readlink(top), str(top)]
+            elif top.is_dir():
+                argv += ["--ro-bind", str(top), str(top)]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        if Path("/tmp/.X11-unix").is_dir():  # the virtual display's socket
+            argv += ["--ro-bind", "/tmp/.X11-unix", "/tmp/.X11-unix"]
+        argv += ["--ro-bind", str(HELPERS), str(HELPERS)]
+        argv += ["--bind", str(self.workspace), str(self.workspace), "--chdir", str(cwd or self.workspace)]
+        return [*argv, "--"]
+
     def spawn(
         self,
         argv: Sequence[str],
@@ -242,10 +285,17 @@ class Sandbox:
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
         pass_fds: Sequence[int] = (),
+        confined: bool = True,
     ) -> subprocess.Popen:
-        """Start ``argv`` in its own process group inside the sandbox (cwd: the workspace)."""
+        """Start ``argv`` in its own process group inside the sandbox (cwd: the workspace).
+
+        ``confined`` (the default, for every program an agent's actions reach) runs it inside the
+        operating-system boundary; the harness's own display, bus and input helpers pass False.
+        """
         if self._closed:
             raise SandboxError("this sandbox is closed")
+        if confined:
+            argv = [*self.confinement(cwd), *argv]
         log = stderr
         if log is None:
             log = open(self.workspace / ".run" / "programs.log", "ab")  # noqa: SIM115 - handed to the child
@@ -276,11 +326,18 @@ class Sandbox:
         input: str | None = None,
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
+        confined: bool = True,
     ) -> subprocess.CompletedProcess:
         """Run ``argv`` to completion (text in/out, stderr merged into stdout); a program that takes longer
         than ``timeout`` seconds is killed with its group and :class:`ProgramHungError` raised."""
         process = self.spawn(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            confined=confined,
         )
         try:
             out, _ = process.communicate(input.encode() if input is not None else None, timeout=timeout)

@@ -131,7 +131,9 @@ class TeXstudio(Program):
         while time.monotonic() < deadline:
             if self.gui.poll() is not None:
                 raise ProgramCrashedError(f"texstudio exited while starting (status {self.gui.returncode})")
-            found = self.sandbox.run(["xdotool", "search", "--name", DOCUMENT], timeout=10).stdout.split()
+            found = self.sandbox.run(
+                ["xdotool", "search", "--name", DOCUMENT], timeout=10, confined=False
+            ).stdout.split()
             if found:
                 time.sleep(2.0)  # let the editor finish laying out
                 return

@@ -1,0 +1,97 @@
+"""The operating-system boundary around ScienceBoard's programs: whatever a command makes a program do, it
+cannot read or write outside the episode's workspace nor leave a process behind.
+
+The commands below go straight to the real programs (``Program.command``), past every text rule, as an agent
+would once it has found a command the rules allow that does more than it says: PyMOL running Python, Coq's
+``Redirect`` writing a file, a shell started in its own session with an empty environment.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from embodia.agents.scienceboard.programs.coq import Coq
+from embodia.agents.scienceboard.programs.pymol import PyMOL
+from embodia.agents.scienceboard.sandbox import Sandbox
+from embodia.agents.scienceboard.tasks import parse_task
+
+SECRET = "the-secret-words-7f3a"
+
+
+def _task(domain: str) -> object:
+    return parse_task(
+        {
+            "id": f"{domain}-boundary",
+            "domain": domain,
+            "difficulty": "easy",
+            "instruction": "boundary test",
+            "evaluate": [{"query": "object_names" if domain == "pymol" else "proof_complete", "op": "true"}],
+            "oracle": [{"type": "done"}],
+            "wrong": [{"type": "done"}],
+        },
+        "test",
+    )
+
+
+def _wait_for(condition, seconds: float = 60.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return bool(condition())
+
+
+def _running(pattern: str) -> list[str]:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+
+
+def test_a_confined_process_cannot_read_or_write_outside_nor_outlive_the_sandbox(tmp_path):
+    secret, target = tmp_path / "secret.txt", tmp_path / "pwned.txt"
+    secret.write_text(SECRET)
+    with Sandbox() as sandbox:
+        read = sandbox.run(["cat", str(secret)], timeout=30)
+        write = sandbox.run(["sh", "-c", f"echo x > {target}"], timeout=30)
+        home = sandbox.run(["ls", "/root", str(Path.home())], timeout=30)
+        # a program that starts a process in a session of its own, without the sandbox's marker in its
+        # environment, and keeps running
+        sandbox.spawn(
+            ["sh", "-c", "env -i setsid sleep 600.4242 > /dev/null 2>&1 & exec sleep 600"], stdout=None
+        )
+        assert _wait_for(lambda: _running("sleep 600.4242"))
+        inside = sandbox.run(["sh", "-c", "echo kept > note.txt && cat note.txt"], timeout=30)
+    assert SECRET not in read.stdout and read.returncode != 0
+    assert write.returncode != 0 and not target.exists()
+    assert home.returncode != 0
+    assert inside.stdout.strip() == "kept"
+    assert not _running("sleep 600.4242")  # gone with the sandbox, marker or not
+
+
+def test_pymol_running_python_stays_inside_the_workspace(tmp_path):
+    secret, target = tmp_path / "secret.txt", tmp_path / "pwned.txt"
+    secret.write_text(SECRET)
+    with Sandbox() as sandbox:
+        pymol = PyMOL(sandbox, _task("pymol"), "api")
+        pymol.start()
+        read = pymol.command(f"/print(open({str(secret)!r}).read())")
+        pymol.command(f"/open({str(target)!r}, 'w').write('x')")
+        pymol.command("/import subprocess; subprocess.Popen(['env', '-i', 'setsid', 'sleep', '600.4343'])")
+        assert _wait_for(lambda: _running("sleep 600.4343"))
+        pymol.command("/open('note.txt', 'w').write('kept')")  # the workspace is the one place it writes
+        kept = (sandbox.workspace / "note.txt").read_text()
+    assert SECRET not in read and "No such file" in read
+    assert not target.exists()
+    assert kept == "kept"
+    assert not _running("sleep 600.4343")
+
+
+def test_coq_redirect_cannot_write_outside_the_workspace(tmp_path):
+    target = tmp_path / "pwned"
+    with Sandbox() as sandbox:
+        coq = Coq(sandbox, _task("coq"), "api")
+        coq.start()
+        coq.command(f'Redirect "{target}" Print nat.')
+        coq.command('Redirect "inside" Print nat.')
+        inside = (sandbox.workspace / "inside.out").read_text()
+    assert not Path(f"{target}.out").exists()
+    assert "Inductive nat" in inside
