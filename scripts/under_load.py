@@ -31,7 +31,12 @@ from pathlib import Path
 from embodia.core.results import Column, Table, default_results_path, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SELECTION = ["tests/robot", "tests/runner/test_parallel.py", "tests/agents/scienceboard"]
+DEFAULT_SELECTION = [
+    "tests/robot",
+    "tests/runner/test_parallel.py",
+    "tests/runner/test_ray_reaper.py",
+    "tests/agents/scienceboard",
+]
 QUICK_SELECTION = ["tests/core/test_results.py"]
 
 
