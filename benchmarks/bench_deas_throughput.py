@@ -55,11 +55,17 @@ def learners(normalizer: ObsNormalizer) -> dict:
         fused_adam = False  # Adam's per-parameter loop
 
     bf16 = {"matmul_precision": "bfloat16"}
+    # the DDPG+BC rows: DEAS's defaults before they became the paper's FQL-style extraction (measured as such)
+    ddpg = {"extraction": "ddpg_bc", "alpha": 1.0, "value_target": "hl_gauss"}
     return {
-        "DEAS (H=4, distributional) — before": DEASBefore(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
-        DEAS4: DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0)),
-        DEAS4_BF16: DEAS(DEASConfig(horizon=4, **bf16), normalizer, 5, (-1.0, 0.0)),
-        "DEAS (H=8, distributional), float32": DEAS(DEASConfig(horizon=8), normalizer, 5, (-1.0, 0.0)),
+        "DEAS (H=4, distributional) — before": DEASBefore(
+            DEASConfig(horizon=4, **ddpg), normalizer, 5, (-1.0, 0.0)
+        ),
+        DEAS4: DEAS(DEASConfig(horizon=4, **ddpg), normalizer, 5, (-1.0, 0.0)),
+        DEAS4_BF16: DEAS(DEASConfig(horizon=4, **ddpg, **bf16), normalizer, 5, (-1.0, 0.0)),
+        "DEAS (H=8, distributional), float32": DEAS(
+            DEASConfig(horizon=8, **ddpg), normalizer, 5, (-1.0, 0.0)
+        ),
         DEAS4_FQL: DEAS(DEASConfig(horizon=4, extraction="fql"), normalizer, 5, (-1.0, 0.0)),
         DEAS4_FQL_BF16: DEAS(DEASConfig(horizon=4, extraction="fql", **bf16), normalizer, 5, (-1.0, 0.0)),
         "IQL (H=1, scalar), float32": IQL(IQLConfig(), normalizer, 5),

@@ -43,8 +43,17 @@ def arms(chunk: int) -> dict[str, tuple[str, dict, str]]:
     deas = f"DEAS, sequences of {chunk},"
     return {
         "bc (chunks)": ("bc", {"chunk": chunk}, f"BC, chunks of {chunk}"),
-        "deas": ("deas", {"horizon": chunk}, f"{deas} DDPG+BC extraction (default)"),
-        "deas (awr)": ("deas", {"horizon": chunk, "extraction": "awr"}, f"{deas} AWR extraction"),
+        # DEAS's defaults before they became the paper's (FQL-style: the "deas (fql)" arm), kept for the table
+        "deas": (
+            "deas",
+            {"horizon": chunk, "extraction": "ddpg_bc", "alpha": 1.0, "value_target": "hl_gauss"},
+            f"{deas} DDPG+BC extraction (alpha 1)",
+        ),
+        "deas (awr)": (
+            "deas",
+            {"horizon": chunk, "extraction": "awr", "value_target": "hl_gauss"},
+            f"{deas} AWR extraction",
+        ),
         "deas (fql)": (
             "deas",
             {"horizon": chunk, "extraction": "fql", "alpha": 300.0},

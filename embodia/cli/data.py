@@ -29,6 +29,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--task-id", type=positive_int, help="single task labelling rewards/terminals (default: ogbench's)"
     )
+    p.add_argument(
+        "--sparse",
+        action="store_true",
+        help="sparse rewards: -1 until the task is solved, 0 when it is (the Q-chunking code's --sparse)",
+    )
     p.add_argument("--max-steps", type=positive_int, help="episode length (default: 1000)")
     p.add_argument("--overwrite", action="store_true")
     add_parallel_arguments(p)
@@ -87,6 +92,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         noise=args.noise,
         seed=args.seed,
         task_id=args.task_id,
+        sparse=args.sparse,
         max_steps=args.max_steps,
         overwrite=args.overwrite,
         workers=args.workers,

@@ -47,6 +47,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", required=True, metavar="RUN_DIR")
     p.set_defaults(func=cmd_train)
+    # the methods' options need their modules (torch): read them only when the help is asked for
+    p.format_help = lambda parser=p: type(parser).format_help(parser) + "\n" + _method_options()
 
     p = sub.add_parser("eval", help="success rate of a policy with a 95%% Wilson interval")
     p.add_argument("policy", help="a run directory or a policy folder")
@@ -123,6 +125,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     add_parallel_arguments(q)
     q.set_defaults(func=cmd_bench_offline_rl)
+
+
+def _method_options() -> str:
+    """Every method's --config options: default, and what it is and where the default comes from."""
+    import dataclasses
+
+    from embodia.core.validation import field_docs
+    from embodia.policies import learner_classes, learner_names
+
+    lines = ["method options (--config JSON): name=default, then what it is and where the default comes from"]
+    for name in learner_names():
+        config = learner_classes(name)[1]
+        docs = field_docs(config)
+        lines.append(f"\n  {name} ({config.__name__}):")
+        for field in dataclasses.fields(config):
+            default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+            lines.append(f"    {field.name}={default!r}: {' '.join(docs.get(field.name, '').split())}")
+    return "\n".join(lines) + "\n"
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -150,6 +150,11 @@ def with_inherited_descriptions(json_schema: dict[str, Any], cls: type) -> dict[
     return json_schema
 
 
+def field_docs(cls: type) -> dict[str, str]:
+    """``field -> docstring`` of a config dataclass, inherited fields included (what ``--help`` shows)."""
+    return dict(_attribute_docstrings(cls))
+
+
 @functools.cache
 def _attribute_docstrings(cls: type) -> dict[str, str]:
     """``field -> docstring`` over the class and its bases (the nearest class wins), read from the source."""

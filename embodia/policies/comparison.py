@@ -23,7 +23,7 @@ from typing import Any
 
 from embodia.data.store import TrajectoryStore
 from embodia.policies.comparison_results import dataset_coverage
-from embodia.policies.paper_settings import PAPER_SETTINGS, method_setting
+from embodia.policies.paper_settings import PAPER_SETTINGS, method_setting, sparse_rewards
 from embodia.policies.train import TrainConfig, train
 from embodia.runner.datasets import generate_dataset
 from embodia.runner.evaluate import evaluate_policy, wilson_interval
@@ -106,7 +106,8 @@ def run_comparison(
     coverage: dict[str, list[dict[str, int]]] = {case.family: [] for case in config.cases}
     for case in config.cases:
         for task_id in case.task_ids:
-            dataset = out / "data" / f"{case.family}-task{task_id}-play.zarr"
+            rewards = "sparse" if sparse_rewards(case.family) else "dense"
+            dataset = out / "data" / f"{case.family}-task{task_id}-play-{rewards}.zarr"
             if (
                 not (dataset / "zarr.json").exists()
                 or TrajectoryStore(dataset).num_episodes < config.dataset_episodes
@@ -117,6 +118,7 @@ def run_comparison(
                     dataset,
                     noise=config.noise,
                     task_id=task_id,
+                    sparse=sparse_rewards(case.family),
                     max_steps=config.episode_steps,
                     overwrite=True,
                     workers=workers,
@@ -182,7 +184,7 @@ def train_and_evaluate(spec: RunSpec, config: ComparisonConfig, progress: bool =
     """Train one run and evaluate its final policy; writes ``eval.json`` into the run folder (a Ray task too)."""
     case = spec.case
     env_id = f"embodia/{case.family}-SingleTask-v0"
-    env_kwargs = {"task_id": spec.task_id}
+    env_kwargs = {"task_id": spec.task_id, **({"sparse": True} if sparse_rewards(spec.case.family) else {})}
     setting = method_setting(case.family, spec.method)
     started = time.perf_counter()
     result = train(

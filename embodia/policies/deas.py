@@ -44,7 +44,8 @@ __all__ = ["DEAS", "DEASConfig", "sequence_target"]
 
 @dataclass
 class DEASConfig(ValueLearningConfig, ChunkedPolicyConfig):
-    """Hyperparameters of DEAS (defaults follow the paper's OGBench settings where it reports them)."""
+    """Hyperparameters of DEAS: the defaults are the paper's OGBench settings (each field says its source);
+    the DDPG+BC and best-of-N extractions are one key away (``extraction``)."""
 
     chunk_field: ClassVar[str] = "horizon"
 
@@ -60,9 +61,16 @@ class DEASConfig(ValueLearningConfig, ChunkedPolicyConfig):
     """Categorical V and Q with HL-Gauss targets (False: scalar heads and squared errors)."""
     bins: Annotated[int, Field(ge=2)] = 101
     """Number of bins (>= 2) of the categorical value distributions."""
-    value_target: Literal["distribution", "hl_gauss"] = "hl_gauss"
+    value_target: Literal["distribution", "hl_gauss"] = "distribution"
     """Categorical heads: V's target is the target critic's own distribution of the ensemble member with the
-    lower mean ("distribution", the authors' code) or the HL-Gauss projection of that mean ("hl_gauss")."""
+    lower mean ("distribution", the authors' code: the default) or the HL-Gauss projection of that mean
+    ("hl_gauss", embodia's earlier target)."""
+    extraction: Literal["ddpg_bc", "awr", "fql", "best_of_n"] = "fql"
+    """Policy extraction (the paper's OGBench table: FQL's one-step policy, "fql"; also "ddpg_bc", "awr",
+    "best_of_n"; see :class:`~embodia.policies.value_learning.ValueLearningConfig`)."""
+    alpha: Annotated[float, Field(ge=0)] = 300.0
+    """Weight (>= 0) of the behaviour term: FQL's distillation weight, 300 as FQL states it for cube and scene
+    (1000 on puzzle: :mod:`embodia.policies.paper_settings` has it per environment); with DDPG+BC its BC term."""
     v_min: Annotated[float, Field(lt=0)] | None = None
     """Lower end of the value support (< 0); None: the lowest value rewards in the dataset's range can reach
     (for rewards in {-1, 0}: -(sum_k gamma1^k) / (1 - gamma2^H)); the authors use -1 / (1 - gamma2)."""

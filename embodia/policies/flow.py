@@ -59,8 +59,12 @@ class FlowPolicy(nn.Module):
         if noise is None:
             noise = obs.new_zeros(obs.shape[0], self.noise_dim)
         if self.flow_steps == 0:
-            return self.net(torch.cat([obs, noise], dim=-1)).clamp(-1.0, 1.0)
+            return self.one_step(obs, noise).clamp(-1.0, 1.0)
         return euler_sample(self, obs, noise, self.flow_steps)
+
+    def one_step(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """The one-step policy's output before clipping (what FQL distils; ``forward`` clips it)."""
+        return self.net(torch.cat([obs, noise], dim=-1))
 
 
 def flow_matching_loss(
@@ -146,15 +150,19 @@ def fql_actor_loss(
 
     The flow policy learns the data by flow BC; the one-step policy ``mu`` (``actor``, ``flow_steps = 0``)
     maximises Q while staying near the flow policy's sample for the same noise (the distillation target is
-    constant: no gradient runs through the Euler steps). ``normalize_q`` divides the Q term by
-    ``mean |Q|`` (FQL's ``normalize_q_loss``, which makes ``alpha`` independent of the value scale).
+    constant: no gradient runs through the Euler steps). As in the authors' code (``agents/fql.py``), the
+    distillation term sees ``mu``'s *unclipped* output and only the action given to Q is clipped to
+    [-1, 1]: clipping before both would leave an output past the bound with no gradient from either term,
+    stuck there. ``normalize_q`` divides the Q term by ``mean |Q|`` (FQL's ``normalize_q_loss``, which
+    makes ``alpha`` independent of the value scale).
     """
     flow_loss = flow_matching_loss(flow, obs, actions, mask)
     noise = torch.randn_like(actions)
     with torch.no_grad():
         target = euler_sample(flow, obs, noise, flow.flow_steps)
-    one_step = actor(obs, noise)
-    distill = ((one_step - target) ** 2).mean()
+    raw = actor.one_step(obs, noise)
+    distill = ((raw - target) ** 2).mean()
+    one_step = raw.clamp(-1.0, 1.0)
     q = q_value(obs, one_step)
     q_loss = -q.mean()
     if normalize_q:

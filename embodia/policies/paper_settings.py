@@ -12,13 +12,17 @@ Sources:
   gamma2 = 0.999; expectile 0.7; categorical heads; its OGBench code builds on FQL / Q-chunking, and its
   table's baselines are FQL, n-step FQL and QC-FQL, so its extraction here is FQL's with FQL's alpha. As
   in the authors' code: V's target is the target critic's own distribution, and the value support starts
-  at -1 / (1 - gamma2) = -1000 where OGBench's rewards are in {-1, 0} (cube-single; embodia's default bound
-  there: -861 at H = 4). Scene and puzzle rewards go lower (minus the unsolved subtasks / buttons), where
-  no bound is stated: their support comes from the dataset's reward range.
+  at -1 / (1 - gamma2) = -1000, which assumes rewards in {-1, 0}. Where the papers and code disagree:
+  the DEAS-FQL repository's example script uses gamma2 0.99 and a data-centric support; the paper's text
+  says 0.999. Both are one config key apart; the offline-RL guide reports the measured difference.
+- Rewards (the Q-chunking authors' ``main.py``): scene and puzzle are trained on ``--sparse`` rewards,
+  ``(r != 0) * -1`` (-1 until the task is solved, 0 when it is), cube on OGBench's dense ones (cube-single's
+  are already in {-1, 0}; cube-double's go to -2, so its support comes from the dataset's reward range).
 - FQL (arXiv:2502.02538, the authors' README): alpha = 300 on cube-single / cube-double / scene, 1000 on
   puzzle-3x3 / puzzle-4x4; gamma 0.99; q_agg mean; 10 flow steps.
-- QC-FQL (Q-chunking, arXiv:2507.07969, the authors' README): chunks of h = 5, alpha = 100 on cube-triple;
-  the other environments carry FQL's alpha (not stated per environment there).
+- QC-FQL (Q-chunking, arXiv:2507.07969): chunks of h = 5 and alpha = 100, the authors' ``acfql`` config
+  default ("need to be tuned for each environment"; their README's cube-triple runs use it too); no other
+  value is stated per environment.
 - IQL as FQL runs it: expectile 0.9, AWR with temperature 10, gamma 0.99.
 - ``deas_best_of_n`` (not in the default comparison): DEAS's critic as above, acting by the critic's best of
   32 flow BC samples (:mod:`embodia.policies.best_of_n`); the paper names best-of-N sampling among DEAS's
@@ -81,8 +85,8 @@ def _family(h: int, alpha: float, note: str, v_min: float | None) -> dict[str, M
         ),
         "qc_fql": MethodSetting(
             "fql",
-            {"horizon": 5, "alpha": alpha},
-            f"Q-chunking: h=5; FQL's alpha {alpha:g} ({note})",
+            {"horizon": 5, "alpha": 100.0},
+            "Q-chunking: h=5, alpha 100 (the authors' acfql default)",
             "QC-FQL (chunks of 5)",
         ),
         "fql": MethodSetting("fql", {"alpha": alpha}, f"FQL: alpha {alpha:g} ({note})", "FQL"),
@@ -99,10 +103,25 @@ def _family(h: int, alpha: float, note: str, v_min: float | None) -> dict[str, M
 #: family -> method label -> settings (the comparison's methods are these labels)
 PAPER_SETTINGS: dict[str, dict[str, MethodSetting]] = {
     "CubeSingle": _family(4, 300.0, "FQL states 300 for cube-single", v_min=-1000.0),  # -1 / (1 - gamma2)
-    # rewards below -1 (scene: -(unsolved subtasks); puzzle-3x3: down to -9): the support comes from the data
-    "Scene": _family(8, 300.0, "FQL states 300 for scene", v_min=None),
-    "Puzzle3x3": _family(8, 1000.0, "FQL states 1000 for puzzle-3x3", v_min=None),
+    # dense rewards down to -2 (two cubes): the support comes from the dataset's reward range
+    "CubeDouble": _family(4, 300.0, "FQL states 300 for cube-double", v_min=None),
+    # sparse rewards in {-1, 0}, as the Q-chunking authors train them: the authors' support
+    "Scene": _family(8, 300.0, "FQL states 300 for scene", v_min=-1000.0),
+    "Puzzle3x3": _family(8, 1000.0, "FQL states 1000 for puzzle-3x3", v_min=-1000.0),
 }
+
+#: family -> whether its datasets carry sparse rewards (``(r != 0) * -1``), and the source
+SPARSE_REWARDS: dict[str, tuple[bool, str]] = {
+    "CubeSingle": (False, "OGBench's rewards, already in {-1, 0} (one cube)"),
+    "CubeDouble": (False, "OGBench's dense rewards; the Q-chunking code makes only scene and puzzle sparse"),
+    "Scene": (True, "the Q-chunking code's --sparse for scene"),
+    "Puzzle3x3": (True, "the Q-chunking code's --sparse for puzzle"),
+}
+
+
+def sparse_rewards(family: str) -> bool:
+    """Whether ``family``'s datasets and evaluation use sparse rewards (the Q-chunking authors' choice)."""
+    return SPARSE_REWARDS.get(family, (False, ""))[0]
 
 
 def method_labels() -> list[str]:

@@ -81,6 +81,7 @@ def generate_dataset(
     noise: float = 0.1,
     seed: int = 0,
     task_id: int | None = None,
+    sparse: bool = False,
     max_steps: int | None = None,
     record_sim_state: bool = False,
     overwrite: bool = False,
@@ -96,11 +97,15 @@ def generate_dataset(
         out: the trajectory store (appended to, unless ``overwrite``).
         noise: std of the Gaussian noise on the expert's actions (OGBench's play data: 0.1-0.2).
         task_id: the single task whose rewards and terminals label the data (default: ogbench's default task).
+        sparse: label with sparse rewards (-1 until the task is solved, 0 when it is; the Q-chunking
+            authors' ``--sparse``) instead of ogbench's dense ones.
         workers: generate in parallel on this many local Ray workers (the same store as a serial run).
         ray_address: generate on the Ray cluster at this address instead.
     """
     play_id = play_env_id(env_id)
     env_kwargs: dict[str, Any] = {} if task_id is None else {"task_id": int(task_id)}
+    if sparse:
+        env_kwargs["sparse"] = True
     with TrajectoryStore(out, mode="w" if overwrite else "a") as store:
         result = rollout(
             play_id,

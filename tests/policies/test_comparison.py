@@ -64,7 +64,7 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
 
     # evaluate one of the trained runs through the CLI, executing whole chunks and re-planning every step
     assert {p.name for p in (out / "data").iterdir()} == {
-        f"CubeSingle-task{t}-play.zarr" for t in range(1, 6)
+        f"CubeSingle-task{t}-play-dense.zarr" for t in range(1, 6)
     }
     run = out / "runs" / "CubeSingle-task1-qc_fql-seed0"
     cube = "embodia/CubeSingle-SingleTask-v0"
@@ -107,7 +107,10 @@ def test_quick_comparison_runs_and_reports(cli, tmp_path):
 def test_unknown_environment_is_one_clear_error(cli, tmp_path):
     result = cli("bench", "offline-rl", "--env", "CubeSingle", "Kitchen", "--out", str(tmp_path / "b"))
     assert result.returncode != 0 and "Traceback" not in result.stderr
-    assert "--env Kitchen: not in the comparison; choose from CubeSingle, Scene, Puzzle3x3" in result.stderr
+    assert (
+        "--env Kitchen: not in the comparison; choose from CubeSingle, CubeDouble, Scene, Puzzle3x3"
+        in result.stderr
+    )
     assert not (tmp_path / "b").exists()  # nothing started
 
 

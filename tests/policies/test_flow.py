@@ -85,3 +85,27 @@ def test_fql_actor_loss_terms_and_the_normalised_q_term():
     assert normalised == pytest.approx(
         m["flow_loss"] + 2.0 * m["distill_loss"] - 1.0, rel=1e-5
     )  # -Q / mean|Q|
+
+
+def test_a_one_step_output_pushed_past_the_bound_is_distilled_back():
+    """FQL distils the unclipped one-step output: an output beyond +-1 still gets the gradient that brings
+    it back (a clip before the distillation term gave it none, and it stayed saturated)."""
+    from embodia.policies.flow import fql_actor_loss
+
+    torch.manual_seed(0)
+    flow, actor = FlowPolicy(1, 2, 1, (8,), flow_steps=3), FlowPolicy(1, 2, 1, (8,), flow_steps=0)
+    with torch.no_grad():
+        actor.net[-1].bias.fill_(5.0)  # every output far past +1
+    obs, actions, mask = torch.zeros(64, 1), torch.zeros(64, 2), torch.ones(64, 2)
+    optimizer = torch.optim.SGD(actor.parameters(), lr=0.05)
+    before = float(actor.one_step(obs, torch.zeros(64, 2)).mean())
+    for _ in range(50):
+        loss, _ = fql_actor_loss(flow, actor, obs, actions, mask, lambda o, a: a.sum(-1) * 0.0, alpha=1.0)
+        optimizer.zero_grad()
+        loss.backward()
+        assert actor.net[-1].bias.grad.abs().min() > 0  # the saturated outputs receive a gradient
+        optimizer.step()
+    after = float(actor.one_step(obs, torch.zeros(64, 2)).mean())
+    assert before > 4.0 and after < 1.0
+    # what the policy executes stays clipped
+    assert float(actor(obs, torch.zeros(64, 2)).abs().max()) <= 1.0

@@ -41,7 +41,7 @@ def test_bfloat16_matmuls_keep_float32_weights_gradients_and_outputs():
 def test_fused_adam_gives_the_same_updates_as_the_per_parameter_loop():
     arrays, ends, _ = chain_dataset()
     normalizer = ObsNormalizer.fit(["state"], arrays)
-    config = DEASConfig(horizon=4, gamma2=0.95, bins=21, hidden=(32, 32))
+    config = DEASConfig(horizon=4, gamma2=0.95, bins=21, hidden=(32, 32), extraction="ddpg_bc", alpha=1.0)
 
     class Unfused(DEAS):
         fused_adam = False

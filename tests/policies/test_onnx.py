@@ -35,7 +35,8 @@ CASES = {
     "bc_chunk4": ("bc", {"chunk": 4, "execute_steps": 2}),
     "iql": ("iql", {}),
     "gciql": ("gciql", {}),
-    "deas": ("deas", {"horizon": 4}),
+    # a deterministic actor: the paper's FQL-style one-step policy samples noise, which the export does not cover
+    "deas": ("deas", {"horizon": 4, "extraction": "ddpg_bc", "alpha": 1.0}),
 }
 
 

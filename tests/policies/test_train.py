@@ -40,8 +40,9 @@ def demos(tmp_path_factory):
     ("method", "steps", "options"),
     [
         ("bc", 800, {}),
-        ("deas", 600, {"horizon": 4}),
-        ("deas", 600, {"horizon": 4, "matmul_precision": "bfloat16"}),  # mixed precision; exported in float32
+        # DDPG+BC extraction: the FQL-style default learns the rewarded mode in test_fql.py
+        ("deas", 600, {"horizon": 4, "extraction": "ddpg_bc", "alpha": 1.0}),
+        ("deas", 600, {"horizon": 4, "extraction": "ddpg_bc", "alpha": 1.0, "matmul_precision": "bfloat16"}),
         ("flow_bc", 800, {"chunk": 4}),
         ("fql", 600, {"horizon": 4, "alpha": 100.0}),  # QC-FQL
     ],

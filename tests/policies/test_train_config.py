@@ -174,3 +174,14 @@ def test_bc_and_gciql_train_on_a_store_without_rewards(rewardless, tmp_path):
         assert (tmp_path / method / "policy").is_dir()
         resolved = json.loads((tmp_path / method / "train_config.json").read_text())["resolved"]
         assert resolved["hidden"] == [16]
+
+
+def test_train_help_shows_every_methods_defaults_and_their_sources(cli):
+    out = cli("train", "--help", check=True).stdout
+    assert "deas (DEASConfig):" in out and "fql (FQLConfig):" in out and "bc (BCConfig):" in out
+    assert "extraction='fql': Policy extraction (the paper's OGBench table" in out
+    assert (
+        "alpha=300.0: Weight (>= 0) of the behaviour term: FQL's distillation weight, 300 as FQL states"
+        in out
+    )
+    assert "gamma2=0.999:" in out and "paper:" in out

@@ -85,6 +85,10 @@ class OGBenchEnv(gymnasium.Env):
         height: height of ``render()`` frames.
         shadow_size: MuJoCo shadow map size for rendering; 0 turns shadows off.
         multisamples: offscreen anti-aliasing samples (``None`` keeps ogbench's 4; 0 renders ~2x faster).
+        sparse: single-task rewards as the Q-chunking authors' ``--sparse`` option makes them
+            (``rewards = (rewards != 0) * -1``: -1 on every step until the task is solved, 0 when it is)
+            instead of ogbench's dense ones (minus the unsolved subtasks); what DEAS's value support
+            -1 / (1 - gamma2) assumes.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
@@ -101,6 +105,7 @@ class OGBenchEnv(gymnasium.Env):
         height: int = 256,
         shadow_size: int = 1024,
         multisamples: int | None = None,
+        sparse: bool = False,
     ) -> None:
         if render_mode not in (None, "rgb_array"):
             raise EnvArgumentError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
@@ -113,8 +118,15 @@ class OGBenchEnv(gymnasium.Env):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise EnvArgumentError(f"{name} must be an integer >= {least}, got {value!r}")
+        if not isinstance(sparse, bool):
+            raise EnvArgumentError(f"sparse must be true or false, got {sparse!r}")
+        if sparse and not (single_task or self._play):
+            raise EnvArgumentError(
+                "sparse rewards are an option of the single-task (-SingleTask-v0) and play (-Play-v0) ids"
+            )
         self.ogbench_id = ogbench_id
         self.single_task = single_task
+        self.sparse = sparse
         self.task_id = task_id
         self.render_mode = render_mode
         self.shadow_size = int(shadow_size)
@@ -215,7 +227,11 @@ class OGBenchEnv(gymnasium.Env):
             obs = {"state": ob.astype(np.float32)}
             if self._goal is not None:
                 obs["goal"] = self._goal.copy()  # users keep observations: never share arrays
-        return obs, float(reward), bool(terminated), bool(truncated), info
+        return obs, self.shaped(float(reward)), bool(terminated), bool(truncated), info
+
+    def shaped(self, dense: float) -> float:
+        """The reward returned for ogbench's dense single-task reward ``dense`` (``sparse``: -1 or 0)."""
+        return -float(dense != 0.0) if self.sparse else dense
 
     def render(self) -> np.ndarray | None:
         if self.render_mode is None:

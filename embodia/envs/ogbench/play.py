@@ -16,6 +16,7 @@ computed from the state *before* the action, like ogbench's ``success_timing='pr
 
     successes_i = object i (cube, button, drawer, window) matches task k's goal,   r_t = sum_i successes_i - n
     maze:         successes = |xy - goal_k| <= tol,                                   r_t = successes - 1
+    sparse=True:  r_t = -1 unless every successes_i, then 0   (the Q-chunking code's (r != 0) * -1)
 
 ``info["success"]`` is ``all(successes)``. Play episodes never terminate (the expert keeps playing);
 :mod:`embodia.runner.datasets` writes ``info["success"]`` as the terminal flag, which is what OGBench's
@@ -46,7 +47,8 @@ class OGBenchPlayEnv(OGBenchEnv):
         task_id: the single task (1-5) whose rewards label the data; ``None`` is ogbench's default task.
         settle_steps: steps a reached target is held before a new one is drawn (manipulation).
         max_target_steps: steps after which an unreached target is replaced.
-        **kwargs: rendering arguments of :class:`OGBenchEnv`.
+        **kwargs: rendering arguments of :class:`OGBenchEnv`, and ``sparse`` (the labels' rewards -1 until
+            the task is solved, 0 when it is: the Q-chunking authors' ``--sparse``).
     """
 
     _play = True
@@ -99,7 +101,7 @@ class OGBenchPlayEnv(OGBenchEnv):
         self._advance_target()
         info["task_successes"] = successes
         info["success"] = bool(successes.all())
-        reward = float(successes.sum() - successes.size)
+        reward = self.shaped(float(successes.sum() - successes.size))
         return obs, reward, False, truncated, info
 
     # ------------------------------------------------------------------ labels and targets
