@@ -208,40 +208,40 @@ ModelSpec = Annotated[str, AfterValidator(_model_spec)]
 ``http(s)://host:port/v1#model`` (an allowed endpoint when confined)."""
 
 
-def _env_kwargs(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-    """Environment arguments: the ones the environment's config types as paths are confined (by type)."""
-    context = _context(info)
-    env_id = info.data.get("env_id") if isinstance(info.data, Mapping) else None
-    if context.workspace is None or not value or not env_id:
-        return value
+def _env_config_type(env_id: str) -> type | None:
     from embodia.envs.registration import env_config_type
 
-    try:
-        config_type = env_config_type(env_id)
-    except Exception:  # an unknown id: the tool reports it when it makes the environment
-        return value
-    return value if config_type is None else confine_paths(config_type, value, context.path)
+    return env_config_type(env_id)
 
 
-def _method_config(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-    """A learning method's options: the ones its config types as paths are confined (by type)."""
-    context = _context(info)
-    method = info.data.get("method") if isinstance(info.data, Mapping) else None
-    if context.workspace is None or not value or not method:
-        return value
+def _method_config_type(method: str) -> type | None:
     from embodia.policies.learner import learner_classes
 
-    try:
-        config_type = learner_classes(method)[1]
-    except EmbodiaError:  # an unknown method: the tool reports it
-        return value
-    return confine_paths(config_type, value, context.path)
+    return learner_classes(method)[1]
 
 
-EnvKwargs = Annotated[dict[str, Any], AfterValidator(_env_kwargs)]
+def _confined_options(named_by: str, config_type_of: Callable[[str], type | None]) -> Callable[..., Any]:
+    """A validator of an options dict whose type is named by the field ``named_by`` validated before it
+    (an environment id, a method): the options that type marks as paths are confined (by type)."""
+
+    def check(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        context = _context(info)
+        name = info.data.get(named_by) if isinstance(info.data, Mapping) else None
+        if context.workspace is None or not value or not name:
+            return value
+        try:
+            config_type = config_type_of(name)
+        except Exception:  # an unknown id or method: the tool reports it when it uses the name
+            return value
+        return value if config_type is None else confine_paths(config_type, value, context.path)
+
+    return check
+
+
+EnvKwargs = Annotated[dict[str, Any], AfterValidator(_confined_options("env_id", _env_config_type))]
 """Keyword arguments of the environment named by the ``env_id`` field before it; the options the
 environment's ``config_type`` marks as paths (:class:`embodia.core.paths.PathArgument`) are confined."""
-MethodOptions = Annotated[dict[str, Any], AfterValidator(_method_config)]
+MethodOptions = Annotated[dict[str, Any], AfterValidator(_confined_options("method", _method_config_type))]
 """Options of the learning method named by the ``method`` field before it; path options are confined."""
 
 
