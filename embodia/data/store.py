@@ -51,6 +51,7 @@ from embodia.data.store_arrays import (
     create_layout,
     ensure_capacity,
     episode_schema,
+    table_row,
     write_concurrently,
 )
 from embodia.data.store_failures import (
@@ -522,7 +523,7 @@ class TrajectoryStore:
         # 2. the per-episode table
         rows: dict[str, list[Any]] = {}
         for (arrays, _), info, length in zip(batch, infos, lengths):
-            for name, value in self._table_row(arrays, info, length).items():
+            for name, value in table_row(arrays, info, length, self._columns).items():
                 rows.setdefault(name, []).append(value)
         for name, values in rows.items():
             column = self._columns[name]
@@ -545,35 +546,6 @@ class TrajectoryStore:
         if next(iter(lengths.values())) == 0:
             raise StoreSchemaError("cannot store an empty episode (0 steps)")
         return arrays, episode_schema(arrays, roles)
-
-    def _table_row(
-        self, arrays: Mapping[str, np.ndarray], info: Mapping[str, Any], length: int
-    ) -> dict[str, np.ndarray]:
-        if "env_id" not in info:
-            raise StoreSchemaError("every episode needs an env_id (the id it can be re-created from)")
-        success = info.get("success")
-        if success is None:
-            success = bool(arrays["success"].any()) if "success" in arrays else False
-        reward = arrays.get("reward")
-        row: dict[str, np.ndarray] = {
-            "env_id": np.array([str(info["env_id"])]),
-            "env_kwargs": np.array([json.dumps(dict(info.get("env_kwargs") or {}), sort_keys=True)]),
-            "seed": np.array([int(info.get("seed", -1))], dtype=np.int64),
-            "length": np.array([length], dtype=np.int64),
-            "success": np.array([bool(success)]),
-            "return": np.array([float(reward.sum()) if reward is not None else 0.0]),
-        }
-        for name in ("initial_state", "final_state"):
-            if name in self._columns:
-                width = self._columns[name].shape[1]
-                value = info.get(name)
-                state = np.full(width, np.nan) if value is None else np.asarray(value, dtype=np.float64)
-                if state.shape != (width,):
-                    raise StoreSchemaError(
-                        f"{name} has shape {state.shape}, the store holds states of shape ({width},)"
-                    )
-                row[name] = state[None]
-        return row
 
     def touch(self) -> None:
         """Record the time of the last change in the store's attributes."""

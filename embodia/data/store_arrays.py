@@ -1,5 +1,5 @@
-"""How the trajectory store lays out its arrays: the episode schema, chunk codecs, chunk sizes, growth,
-concurrent writes.
+"""How the trajectory store lays out its arrays: the episode schema and table rows, chunk codecs, chunk sizes,
+growth, concurrent writes.
 
 Helpers of :mod:`embodia.data.store` (which owns the layout and the commit protocol); kept apart so that the
 store module reads as its protocol.
@@ -8,6 +8,7 @@ store module reads as its protocol.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,39 @@ def episode_schema(arrays: Mapping[str, np.ndarray], roles: Mapping[str, str]) -
         schema[key] = {"shape": list(value.shape[1:]), "dtype": str(value.dtype), "role": role}
     order = {"obs": 0, "action": 1, "reward": 2, "flag": 3, "state": 4}
     return dict(sorted(schema.items(), key=lambda kv: order.get(kv[1]["role"], 5)))
+
+
+def table_row(
+    arrays: Mapping[str, np.ndarray], info: Mapping[str, Any], length: int, columns: Mapping[str, Any]
+) -> dict[str, np.ndarray]:
+    """One episode's row of the episode table (``meta/episodes``): id, arguments, seed, length, success,
+    return, and the simulator states where the store has those columns.
+
+    Raises:
+        StoreSchemaError: no ``env_id``, or a state of another width than the store's.
+    """
+    if "env_id" not in info:
+        raise StoreSchemaError("every episode needs an env_id (the id it can be re-created from)")
+    success = info.get("success")
+    if success is None:
+        success = bool(arrays["success"].any()) if "success" in arrays else False
+    reward = arrays.get("reward")
+    row: dict[str, np.ndarray] = {
+        "env_id": np.array([str(info["env_id"])]),
+        "env_kwargs": np.array([json.dumps(dict(info.get("env_kwargs") or {}), sort_keys=True)]),
+        "seed": np.array([int(info.get("seed", -1))], dtype=np.int64),
+        "length": np.array([length], dtype=np.int64),
+        "success": np.array([bool(success)]),
+        "return": np.array([float(reward.sum()) if reward is not None else 0.0]),
+    }
+    for name in ("initial_state", "final_state"):
+        if name in columns:
+            width = columns[name].shape[1]
+            value = info.get(name)
+            state = np.full(width, np.nan) if value is None else np.asarray(value, dtype=np.float64)
+            if state.shape != (width,):
+                raise StoreSchemaError(
+                    f"{name} has shape {state.shape}, the store holds states of shape ({width},)"
+                )
+            row[name] = state[None]
+    return row
