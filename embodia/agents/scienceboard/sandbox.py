@@ -11,12 +11,14 @@ A :class:`Sandbox` owns
 - every **process** it starts, each in a process group of its own (``start_new_session``), with a marker in its
   environment so that processes a program started behind our back (D-Bus activation, browser helpers) are
   found too;
-- an **operating-system boundary** around the scientific programs (bubblewrap: mount and PID namespaces):
-  the file system they see is the system's programs and libraries read-only (``/usr``, ``/etc``, ``/var/lib``,
-  ...) plus the workspace, read-write, and the X server's socket; home folders, ``/root``, ``/tmp`` and
-  the project are not there at all, and every process a program starts dies with it. What a program does
-  with an agent's input — a command that evaluates Python, a file dialog, a macro — cannot reach a file
-  outside the workspace nor outlive the episode, whatever the text of the command. The display, bus and
+- an **operating-system boundary** around the scientific programs (bubblewrap: mount, PID and network
+  namespaces): the file system they see is the system's programs and libraries read-only (``/usr``, ``/etc``,
+  ``/var/lib``, ...) plus the workspace, read-write, and the X server's socket; home folders, ``/root``,
+  ``/tmp`` and the project are not there at all, every process a program starts dies with it, and the only
+  network is a loopback of its own (a program that serves TCP, Stellarium, is reached through a Unix socket
+  in the workspace, ``programs/tcp_bridge.py``). What a program does with an agent's input — a command that
+  evaluates Python, a file dialog, a macro — cannot reach a file outside the workspace, a host service or the
+  network, nor outlive the episode, whatever the text of the command. The display, bus and
   input helpers the harness itself runs (Xvfb, D-Bus, xdotool, the accessibility reader) stay outside.
 
 Limits: :meth:`Sandbox.run` and the programs' read loops take a timeout; a program that does not answer in
@@ -260,6 +262,7 @@ class Sandbox:
         """The bubblewrap command line that runs a program inside the episode's boundary (module docstring)."""
         require_programs(["bwrap"], "bubblewrap")
         argv = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        argv += ["--unshare-net"]  # a network namespace of its own: loopback only
         for folder in SYSTEM_FOLDERS:
             argv += ["--ro-bind-try", folder, folder]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # merged-/usr links, or real folders

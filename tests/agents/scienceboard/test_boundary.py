@@ -3,11 +3,13 @@ cannot read or write outside the episode's workspace nor leave a process behind.
 
 The commands below go straight to the real programs (``Program.command``), past every text rule, as an agent
 would once it has found a command the rules allow that does more than it says: PyMOL running Python, Coq's
-``Redirect`` writing a file, a shell started in its own session with an empty environment.
+``Redirect`` writing a file, a shell started in its own session with an empty environment, a connection to a
+server on the host.
 """
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -95,3 +97,55 @@ def test_coq_redirect_cannot_write_outside_the_workspace(tmp_path):
         inside = (sandbox.workspace / "inside.out").read_text()
     assert not Path(f"{target}.out").exists()
     assert "Inductive nat" in inside
+
+
+def _listening() -> socket.socket:
+    """A TCP server on the host's loopback, as a local service an agent could try to reach."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.5)
+    return server
+
+
+def _was_reached(server: socket.socket) -> bool:
+    try:
+        connection, _ = server.accept()
+    except TimeoutError:
+        return False
+    connection.close()
+    return True
+
+
+def test_a_confined_process_has_no_network_but_its_own_loopback():
+    with _listening() as server, Sandbox() as sandbox:
+        port = server.getsockname()[1]
+        connect = (
+            "import socket, sys\n"
+            "for address in sys.argv[1:]:\n"
+            "    host, port = address.rsplit(':', 1)\n"
+            "    try:\n"
+            "        socket.create_connection((host, int(port)), timeout=5).close()\n"
+            "        print(address, 'reached')\n"
+            "    except OSError as error:\n"
+            "        print(address, 'refused', error.errno)\n"
+        )
+        # the host's loopback service, and an outside address (a public DNS resolver)
+        tried = sandbox.run(["python3", "-c", connect, f"127.0.0.1:{port}", "9.9.9.9:53"], timeout=60)
+        interfaces = sandbox.run(["cat", "/proc/net/dev"], timeout=30)
+        reached = _was_reached(server)
+    assert "reached" not in tried.stdout and tried.stdout.count("refused") == 2, tried.stdout
+    assert not reached
+    names = [line.split(":")[0].strip() for line in interfaces.stdout.splitlines()[2:]]
+    assert names == ["lo"]
+
+
+def test_pymol_running_python_cannot_reach_a_host_service():
+    with _listening() as server, Sandbox() as sandbox:
+        port = server.getsockname()[1]
+        pymol = PyMOL(sandbox, _task("pymol"), "api")
+        pymol.start()
+        answer = pymol.command(f"/import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)")
+        reached = _was_reached(server)
+    assert not reached
+    assert "refused" in answer.lower() or "errno" in answer.lower(), answer

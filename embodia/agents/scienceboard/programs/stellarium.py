@@ -3,7 +3,9 @@
 Stellarium is an OpenGL planetarium, so it always runs on the sandbox's virtual display (Xvfb, software GL),
 even on the api interface. It starts with its own user folder inside the workspace (a copy of Debian's
 default configuration, with network plugins off, a fixed window size, a low frame rate, the clock preset to
-J2000.0 and frozen) and its RemoteControl plugin listening on a free local port.
+J2000.0 and frozen) and its RemoteControl plugin listening on a port of the sandbox's own loopback. The
+sandbox has no network, so the harness reaches that port through a Unix socket in the workspace, relayed
+inside the sandbox by ``tcp_bridge.py``, which runs Stellarium as its child.
 
 Programmatic interface: a **command** is Stellarium script code (one or a few statements of its
 JavaScript-like scripting language), e.g. ``core.setDate("2024-04-08T18:42:00", "utc")``,
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import configparser
 import html
+import http.client
 import json
 import math
 import re
@@ -37,7 +40,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from embodia.agents.scienceboard.programs.base import Program, QueryError
-from embodia.agents.scienceboard.sandbox import ProgramCrashedError, ProgramHungError, SandboxError
+from embodia.agents.scienceboard.sandbox import (
+    SYSTEM_PYTHON,
+    ProgramCrashedError,
+    ProgramHungError,
+    SandboxError,
+)
 
 DEFAULT_CONFIG = Path("/usr/share/stellarium/data/default_cfg.ini")
 START_TIMEOUT = 150.0
@@ -58,7 +66,37 @@ _FORBIDDEN = re.compile(
     r"system\s*\(|import|quit|\bdir\b|path|qt\.|script\s*\.",
     re.IGNORECASE,
 )
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+BRIDGE = Path(__file__).with_name("tcp_bridge.py")
+PORT = 8090
+"""RemoteControl's port on the sandbox's own loopback (no other program listens there)."""
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over the Unix socket that ``tcp_bridge.py`` relays to Stellarium's port."""
+
+    def __init__(self, host: str, *, socket_path: str, timeout: float | None = None) -> None:
+        super().__init__(host, timeout=timeout)
+        self.socket_path = socket_path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
+
+
+class _UnixHTTPHandler(urllib.request.AbstractHTTPHandler):
+    """urllib's handler for ``http://`` URLs, sent over the bridge's Unix socket."""
+
+    handler_order = 100  # before urllib's own HTTPHandler
+
+    def __init__(self, socket_path: str) -> None:
+        super().__init__()
+        self.socket_path = socket_path
+
+    def http_open(self, request: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_UnixHTTPConnection, request, socket_path=self.socket_path)
+
+    http_request = urllib.request.AbstractHTTPHandler.do_request_
 
 
 class Stellarium(Program):
@@ -84,7 +122,8 @@ class Stellarium(Program):
     }
 
     process: Any = None
-    port = 0
+    port = PORT
+    _opener: urllib.request.OpenerDirector | None = None
     log_seen = 0
     """Lines of Stellarium's log already searched for script errors."""
 
@@ -92,11 +131,15 @@ class Stellarium(Program):
     def start(self) -> None:
         user_dir = self.sandbox.workspace / "stellarium"
         user_dir.mkdir(exist_ok=True)
-        self.port = _free_port()
         config_file = user_dir / "config.ini"
         self._write_config(config_file)
+        bridge = self.sandbox.workspace / ".run" / "stellarium.sock"
+        self._opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), _UnixHTTPHandler(str(bridge))
+        )
         self.process = self.sandbox.spawn(
-            ["stellarium", "--user-dir", str(user_dir), "--config-file", str(config_file)],
+            [SYSTEM_PYTHON, "-I", str(BRIDGE), str(bridge), str(self.port), "--"]
+            + ["stellarium", "--user-dir", str(user_dir), "--config-file", str(config_file)],
             stdin=None,
             stdout=None,
         )
@@ -180,7 +223,9 @@ class Stellarium(Program):
         return f"http://127.0.0.1:{self.port}{path}{query}"
 
     def _open(self, request: urllib.request.Request, timeout: float) -> str:
-        with _OPENER.open(request, timeout=timeout) as answer:
+        if self._opener is None:
+            raise ProgramCrashedError("stellarium is not running")
+        with self._opener.open(request, timeout=timeout) as answer:
             return answer.read().decode("utf-8", "replace")
 
     def _call(
@@ -321,9 +366,3 @@ def _angle(ra1: float, dec1: float, ra2: float, dec2: float) -> float:
     r1, d1, r2, d2 = map(math.radians, (ra1, dec1, ra2, dec2))
     cosine = math.sin(d1) * math.sin(d2) + math.cos(d1) * math.cos(d2) * math.cos(r1 - r2)
     return math.degrees(math.acos(max(-1.0, min(1.0, cosine))))
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
