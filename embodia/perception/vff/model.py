@@ -9,7 +9,8 @@ The video is the field
 
 - ``omega_k`` (``K`` of them, ``(K, 3)``, radians per input pixel / frame) are learned and shared by every video
   and every position;
-- phases are relative to each voxel's centre ``c_v`` (``config.local_phase``, default): the field near ``p`` is
+- phases are relative to each voxel's centre ``c_v`` (``config.local_phase``, default; the authors' design,
+  whose code evaluates the field relative to the *nearest* voxel centre): the field near ``p`` is here
   the trilinear blend ``sum_v a_v(p) sum_k W_vk g_k(s) sin(omega_k . (p - c_v) + phi_vk)`` of the 8 nearest
   voxels' local fields, which a translation-equivariant encoder can express (with one global phase it would have
   to output ``-omega . c_v``, which depends on absolute position); it is computed exactly by interpolating the
@@ -22,10 +23,11 @@ The video is the field
   sampling at spatial scale ``s`` (output pixels per input pixel). A sinusoid convolved with a Gaussian of
   standard deviation ``sigma`` is the same sinusoid times ``exp(-|omega|^2 sigma^2 / 2)``; an output pixel of
   width ``1/s`` (a box) has variance ``1 / (12 s^2)``, and the Gaussian of that variance gives
-  ``k_psf = 1/24`` (:data:`PSF_K`). As ``s -> inf`` the factor tends to 1 (no damping); below the
+  ``k_psf = 1/24`` (:data:`PSF_K`; the authors learn this constant, initialised at sqrt(ln 4) / (2 pi^2)
+  ~ 0.060). As ``s -> inf`` the factor tends to 1 (no damping); below the
   training scale it removes the frequencies the output grid cannot hold (anti-aliasing);
-- ``skip`` is the input video interpolated trilinearly at ``(x, y, t)`` (our addition: the Fourier part then
-  only models the residual, which makes the small CPU model train in minutes).
+- ``skip`` is the input video interpolated trilinearly at ``(x, y, t)`` (the authors add their field to the
+  nearest-upsampled input; the Fourier part then only models the residual).
 
 The time axis is not filtered (the PSF acts in space, as in the paper's formulation).
 """
