@@ -55,6 +55,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from embodia.agents.scienceboard.run import results_markdown, run_tasks
 
     tasks = _select(args, interface=args.interface)
+    if args.unsafe_no_sandbox:
+        print(
+            "warning: --unsafe-no-sandbox: the programs run without the operating-system boundary", flush=True
+        )
 
     def report(record: dict) -> None:
         mark = "ok  " if record["success"] else "FAIL"
@@ -73,6 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=args.workers,
         ray_address=args.ray_address,
         on_result=report,
+        sandboxed=not args.unsafe_no_sandbox,
     )
     print(results_markdown(records), end="")
     print(f"-> {args.out}/results.json")
@@ -132,6 +137,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         choices=("screenshot", "a11y_tree", "both"),
         default="both",
         help="what the gui interface shows the agent",
+    )
+    run.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run the programs without the operating-system boundary (bubblewrap), where it cannot run: "
+        "an agent's commands then reach everything the user can",
     )
     add_parallel_arguments(run)
     run.set_defaults(func=cmd_run)

@@ -60,6 +60,7 @@ class ScienceBoardEnv:
         observation: ObservationMode = "both",
         *,
         workspace_parent: str | Path | None = None,
+        sandboxed: bool = True,
     ):
         if interface not in ("api", "gui"):
             raise EmbodiaError(f"unknown interface {interface!r}; choose api or gui")
@@ -70,6 +71,7 @@ class ScienceBoardEnv:
         self.interface = interface
         self.observation_mode = observation
         self.workspace_parent = workspace_parent
+        self.sandboxed = sandboxed
         self.task: Task | None = None
         self.sandbox: Sandbox | None = None
         self.program: Program | None = None
@@ -90,7 +92,9 @@ class ScienceBoardEnv:
         require_programs(program_type.executables, program_type.apt_packages)
         self.task = task
         self.sandbox = Sandbox(
-            display=self.interface == "gui" or program_type.needs_display, parent=self.workspace_parent
+            display=self.interface == "gui" or program_type.needs_display,
+            parent=self.workspace_parent,
+            confine=self.sandboxed,
         )
         try:
             for name, text in task.files.items():

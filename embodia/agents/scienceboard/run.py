@@ -23,7 +23,7 @@ from typing import Any
 
 from embodia.agents.scienceboard.agents import Agent, make_agent
 from embodia.agents.scienceboard.env import ScienceBoardEnv
-from embodia.agents.scienceboard.sandbox import SandboxError
+from embodia.agents.scienceboard.sandbox import SandboxError, boundary_problem
 from embodia.agents.scienceboard.tasks import DIFFICULTIES, DOMAINS, Task
 from embodia.core.results import Column, Table
 
@@ -35,8 +35,11 @@ def run_episode(
     interface: str = "api",
     observation: str = "both",
     log_dir: Path | None = None,
+    sandboxed: bool = True,
 ) -> dict[str, Any]:
-    """One episode of ``task`` with ``agent``; its result record (and the step log under ``log_dir``)."""
+    """One episode of ``task`` with ``agent``; its result record (and the step log under ``log_dir``).
+
+    ``sandboxed=False`` runs the programs without the operating-system boundary (``--unsafe-no-sandbox``)."""
     started = time.monotonic()
     record: dict[str, Any] = {
         "task": task.id,
@@ -53,7 +56,7 @@ def run_episode(
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
         log = (log_dir / "steps.jsonl").open("w", encoding="utf-8")
-    env = ScienceBoardEnv(interface, observation)  # type: ignore[arg-type]
+    env = ScienceBoardEnv(interface, observation, sandboxed=sandboxed)  # type: ignore[arg-type]
     try:
         obs = env.reset(task)
         agent.reset(task, interface)
@@ -101,11 +104,18 @@ def _log_step(
     log.flush()
 
 
-def _episode_task(task: Task, agent_spec: str, interface: str, observation: str, log_dir: str | None) -> dict:
+def _episode_task(
+    task: Task, agent_spec: str, interface: str, observation: str, log_dir: str | None, sandboxed: bool
+) -> dict:
     """One episode on a Ray worker (the agent is built there: models are not shipped between processes)."""
     agent = make_agent(agent_spec, observation)
     return run_episode(
-        task, agent, interface=interface, observation=observation, log_dir=Path(log_dir) if log_dir else None
+        task,
+        agent,
+        interface=interface,
+        observation=observation,
+        log_dir=Path(log_dir) if log_dir else None,
+        sandboxed=sandboxed,
     )
 
 
@@ -119,8 +129,16 @@ def run_tasks(
     workers: int = 1,
     ray_address: str | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    sandboxed: bool = True,
 ) -> list[dict[str, Any]]:
-    """Run ``agent`` (see :func:`~embodia.agents.scienceboard.agents.make_agent`) on every task; records."""
+    """Run ``agent`` (see :func:`~embodia.agents.scienceboard.agents.make_agent`) on every task; records.
+
+    Raises:
+        SandboxError: ``sandboxed`` and bubblewrap cannot build the boundary on this machine (before any
+            episode starts; ``sandboxed=False`` is ``--unsafe-no-sandbox``).
+    """
+    if sandboxed and (problem := boundary_problem()):
+        raise SandboxError(problem)
     out_dir = Path(out) if out is not None else None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +147,7 @@ def run_tasks(
         from embodia.runner.parallel import map_tasks
 
         arguments = [
-            (task, agent, interface, observation, str(out_dir / task.id) if out_dir else None)
+            (task, agent, interface, observation, str(out_dir / task.id) if out_dir else None, sandboxed)
             for task in tasks
         ]
         records = map_tasks(
@@ -144,6 +162,7 @@ def run_tasks(
                 interface=interface,
                 observation=observation,
                 log_dir=out_dir / task.id if out_dir else None,
+                sandboxed=sandboxed,
             )
             records.append(record)
             if on_result is not None:

@@ -72,6 +72,49 @@ class SandboxError(EmbodiaError):
     """A program or display that could not be started, or a sandbox used after closing."""
 
 
+UNSAFE_FLAG = "--unsafe-no-sandbox"
+"""The command-line flag that runs the programs without the boundary (never offered to an agent)."""
+_BOUNDARY_PROBE: list[str] = ["--ro-bind", "/", "/", "--unshare-pid", "--unshare-uts", "--unshare-net"]
+_boundary_problem: str | None = None
+_boundary_checked = False
+
+
+def boundary_problem() -> str | None:
+    """None when bubblewrap can build the episode boundary on this machine, else what stops it (one line).
+
+    Probed once per process: ``bwrap`` makes the mount, PID, UTS and network namespaces the sandbox uses and
+    runs ``true``. Without user namespaces for an unprivileged user (a distribution that restricts them, or
+    a container started with user namespaces disabled) it cannot.
+    """
+    global _boundary_problem, _boundary_checked
+    if not _boundary_checked:
+        if shutil.which("bwrap") is None:
+            _boundary_problem = (
+                "bubblewrap (bwrap) is not installed; run `make setup` (Debian: apt install bubblewrap)"
+            )
+        else:
+            try:
+                probe = subprocess.run(
+                    ["bwrap", *_BOUNDARY_PROBE, "--", "true"], capture_output=True, text=True, timeout=30
+                )
+            except subprocess.TimeoutExpired:
+                _boundary_problem = "bubblewrap did not start a trial sandbox within 30 s"
+            else:
+                said = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
+                _boundary_problem = (
+                    None
+                    if probe.returncode == 0
+                    else (
+                        f"bubblewrap cannot make the episode's namespaces here ({said}); allow unprivileged user "
+                        "namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu also "
+                        "kernel.apparmor_restrict_unprivileged_userns=0) or run as root, or pass "
+                        f"{UNSAFE_FLAG} to run the programs without the boundary"
+                    )
+                )
+        _boundary_checked = True
+    return _boundary_problem
+
+
 class ProgramHungError(SandboxError):
     """A program did not answer within its time limit; it has been killed."""
 
@@ -118,8 +161,18 @@ class Sandbox:
     """One episode's workspace, optional display, and processes (see the module docstring)."""
 
     def __init__(
-        self, *, display: bool = False, parent: str | Path | None = None, screen: tuple[int, int] = SCREEN
+        self,
+        *,
+        display: bool = False,
+        parent: str | Path | None = None,
+        screen: tuple[int, int] = SCREEN,
+        confine: bool = True,
     ):
+        """``confine=False`` runs the programs without the operating-system boundary (``--unsafe-no-sandbox``);
+        with ``confine=True`` a machine where bubblewrap cannot build it raises :class:`SandboxError`."""
+        if confine and (problem := boundary_problem()):
+            raise SandboxError(problem)
+        self.confine = confine
         self.id = uuid.uuid4().hex[:12]
         self.workspace = Path(tempfile.mkdtemp(prefix="embodia-scienceboard-", dir=parent)).resolve()
         self.screen = screen
@@ -297,7 +350,7 @@ class Sandbox:
         """
         if self._closed:
             raise SandboxError("this sandbox is closed")
-        if confined:
+        if confined and self.confine:
             argv = [*self.confinement(cwd), *argv]
         log = stderr
         if log is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from embodia.cli import main
 
@@ -97,3 +99,44 @@ def test_a_bad_agent_or_selection_is_one_line_and_status_2(tmp_path, capsys):
         )
         == 2
     )
+
+
+def _without_user_namespaces(argv: list[str], tmp_path) -> subprocess.CompletedProcess:
+    """Run ``argv`` as an unprivileged user in a user namespace that may not make further ones: a machine
+    where bubblewrap cannot build the episode boundary (like a distribution that restricts user namespaces)."""
+    return subprocess.run(
+        [
+            "bwrap",
+            "--dev-bind",
+            "/",
+            "/",
+            "--unshare-user",
+            "--disable-userns",
+            "--uid",
+            "1000",
+            "--gid",
+            "1000",
+        ]
+        + ["--setenv", "TMPDIR", str(tmp_path), "--", *argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_where_bubblewrap_cannot_run_the_run_is_refused_unless_unsafe(tmp_path):
+    command = [sys.executable, "-m", "embodia.cli", "scienceboard", "run", "--agent", "oracle"]
+    command += ["--domain", "pymol", "--id", "pymol-color-chain"]
+    refused = _without_user_namespaces([*command, "--out", str(tmp_path / "refused")], tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bubblewrap cannot make the episode's namespaces" in lines[0]
+    assert "--unsafe-no-sandbox" in lines[0]
+    assert not (tmp_path / "refused" / "results.json").exists()
+    unsafe = _without_user_namespaces(
+        [*command, "--out", str(tmp_path / "unsafe"), "--unsafe-no-sandbox"], tmp_path
+    )
+    assert unsafe.returncode == 0, unsafe.stdout + unsafe.stderr
+    assert "without the operating-system boundary" in unsafe.stdout
+    records = json.loads((tmp_path / "unsafe" / "results.json").read_text())
+    assert [r["success"] for r in records] == [True]
