@@ -15,11 +15,22 @@ import time
 from pathlib import Path
 
 from embodia.agents.scienceboard.programs.coq import Coq
+from embodia.agents.scienceboard.programs.grass import Grass
 from embodia.agents.scienceboard.programs.pymol import PyMOL
+from embodia.agents.scienceboard.programs.texstudio import TeXstudio
 from embodia.agents.scienceboard.sandbox import Sandbox
 from embodia.agents.scienceboard.tasks import parse_task
 
 SECRET = "the-secret-words-7f3a"
+
+
+#: a check each domain's parser accepts (the tests below never evaluate it)
+CHECKS = {
+    "pymol": {"query": "object_names", "op": "true"},
+    "coq": {"query": "proof_complete", "op": "true"},
+    "grass": {"query": "raster_exists", "args": {"map": "ones"}, "op": "true"},
+    "texstudio": {"query": "compiled_fresh", "op": "true"},
+}
 
 
 def _task(domain: str) -> object:
@@ -29,7 +40,7 @@ def _task(domain: str) -> object:
             "domain": domain,
             "difficulty": "easy",
             "instruction": "boundary test",
-            "evaluate": [{"query": "object_names" if domain == "pymol" else "proof_complete", "op": "true"}],
+            "evaluate": [CHECKS[domain]],
             "oracle": [{"type": "done"}],
             "wrong": [{"type": "done"}],
         },
@@ -149,3 +160,39 @@ def test_pymol_running_python_cannot_reach_a_host_service():
         reached = _was_reached(server)
     assert not reached
     assert "refused" in answer.lower() or "errno" in answer.lower(), answer
+
+
+def test_grass_modules_cannot_read_write_or_fetch_outside_the_workspace(tmp_path):
+    secret, target = tmp_path / "secret.asc", tmp_path / "pwned.asc"
+    secret.write_text("north: 1\nsouth: 0\neast: 1\nwest: 0\nrows: 1\ncols: 1\n7\n")
+    with _listening() as server, Sandbox() as sandbox:
+        port = server.getsockname()[1]
+        grass = Grass(sandbox, _task("grass"), "api")
+        grass.start()
+        grass.command('r.mapcalc "ones = 1"')
+        written = grass.command(f"r.out.ascii input=ones output={target}")
+        read = grass.command(f"r.in.ascii input={secret} output=stolen")
+        fetched = grass.command(f"r.in.gdal input=/vsicurl/http://127.0.0.1:{port}/dem.tif output=fetched")
+        reached = _was_reached(server)
+        kept = grass.command("r.out.ascii input=ones output=ones.asc")
+        inside = (sandbox.workspace / "ones.asc").exists()
+    assert not target.exists() and "exit status" in written, written
+    assert "exit status" in read, read  # the module failed: no such file where it runs
+    assert not reached and "exit status" in fetched, fetched
+    assert inside, kept
+
+
+def test_tex_cannot_write_or_read_outside_the_workspace(tmp_path):
+    secret, target = tmp_path / "secret.tex", tmp_path / "pwned.tex"
+    secret.write_text(SECRET)
+    with Sandbox() as sandbox:
+        tex = TeXstudio(sandbox, _task("texstudio"), "api")
+        tex.start()
+        tex.command(f"append \\immediate\\openout5={target} \\immediate\\write5{{x}}\\immediate\\closeout5")
+        tex.command(f"append \\input{{{secret}}}")
+        tex.command("append inside")
+        tex.command("compile")
+        text = sandbox.run(["pdftotext", "main.pdf", "-"], timeout=30).stdout
+        log = (sandbox.workspace / "main.log").read_text(errors="replace")
+    assert not target.exists()
+    assert SECRET not in text and SECRET not in log
