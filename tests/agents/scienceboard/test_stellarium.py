@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -154,3 +155,15 @@ def test_gui_keys_change_screen_and_state(tasks: dict[str, Task]) -> None:
         assert program.query("selected_object", {}) == "Jupiter"
         _, reward, terminated, _, info = env.step({"type": "done"})
         assert terminated and reward == 1.0 and info["success"], info.get("checks")
+
+
+def test_a_script_cannot_write_a_screenshot_outside_the_workspace(sky: Stellarium, tmp_path) -> None:
+    # straight to Stellarium, past the text rules that refuse "screenshot"; then one where it may write:
+    # screenshots are taken in order, so once the second exists the first would have been written
+    sky.command(f'core.screenshot("pwned", false, "{tmp_path}/", true)')
+    sky.command('core.screenshot("kept", false, "", true)')
+    deadline = time.monotonic() + 120.0
+    while not list(sky.sandbox.workspace.rglob("kept*.png")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(sky.sandbox.workspace.rglob("kept*.png"))
+    assert list(tmp_path.iterdir()) == []
