@@ -196,3 +196,15 @@ def test_tex_cannot_write_or_read_outside_the_workspace(tmp_path):
         log = (sandbox.workspace / "main.log").read_text(errors="replace")
     assert not target.exists()
     assert SECRET not in text and SECRET not in log
+
+
+def test_a_program_sees_neither_the_harness_environment_nor_another_episode(monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    with Sandbox() as first, Sandbox() as second:
+        (second.workspace / "notes.txt").write_text(SECRET)
+        environment = first.run(["env"], timeout=30)
+        other = first.run(["cat", str(second.workspace / "notes.txt")], timeout=30)
+        listing = first.run(["ls", str(second.workspace.parent)], timeout=30)
+    assert SECRET not in environment.stdout and "AWS_SECRET_ACCESS_KEY" not in environment.stdout
+    assert other.returncode != 0 and SECRET not in other.stdout
+    assert second.workspace.name not in listing.stdout
