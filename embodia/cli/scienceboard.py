@@ -134,9 +134,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--interface", choices=("api", "gui"), default="api", help="command interface or GUI")
     run.add_argument(
         "--observation",
-        choices=("screenshot", "a11y_tree", "both"),
+        choices=("screenshot", "a11y_tree", "both", "set_of_marks"),
         default="both",
-        help="what the gui interface shows the agent",
+        help="what the gui interface shows the agent (set_of_marks: numbered boxes on the screenshot from the "
+        "accessibility tree, and click_mark actions)",
     )
     run.add_argument(
         "--unsafe-no-sandbox",

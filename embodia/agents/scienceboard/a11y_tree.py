@@ -4,6 +4,9 @@ Run by Debian's Python (``/usr/bin/python3``, which has ``pyatspi`` from ``pytho
 sandbox's environment (``DISPLAY``, ``DBUS_SESSION_BUS_ADDRESS``): embodia's own interpreter has no
 ``gi``. One node per line: ``[role] name | text | (x,y wxh)``, children indented by two spaces; nodes with
 neither a name nor text are shown only near the root, and the output stops after ``--max-lines`` lines.
+With ``--showing-only 1`` nodes that are not on screen (closed menus, hidden tab pages) are left out with
+everything below them, and nodes on screen are shown even without a name or text (an empty entry field):
+what set-of-marks observations mark.
 This is the "a11y tree" observation ScienceBoard gives agents, and how checkers read GUI-only state
 (KAlgebra's variable table).
 """
@@ -13,7 +16,7 @@ from __future__ import annotations
 import sys
 
 
-def describe(node, depth: int) -> str | None:  # type: ignore[no-untyped-def]
+def describe(node, depth: int, keep_unnamed: bool = False) -> str | None:  # type: ignore[no-untyped-def]
     try:
         name = node.name or ""
         role = node.getRoleName()
@@ -34,7 +37,7 @@ def describe(node, depth: int) -> str | None:  # type: ignore[no-untyped-def]
             box = f" ({extents.x},{extents.y} {extents.width}x{extents.height})"
     except Exception:
         pass
-    if not name and not text and depth > 3:
+    if not name and not text and depth > 3 and not (keep_unnamed and box):
         return ""
     parts = [f"[{role}]"]
     if name:
@@ -45,9 +48,10 @@ def describe(node, depth: int) -> str | None:  # type: ignore[no-untyped-def]
 
 
 def main() -> int:
-    options = dict(zip(sys.argv[1::2], sys.argv[2::2]))  # --application NAME --max-lines N
+    options = dict(zip(sys.argv[1::2], sys.argv[2::2]))  # --application NAME --max-lines N --showing-only 1
     only = options.get("--application")
     max_lines = int(options.get("--max-lines", "300"))
+    showing_only = options.get("--showing-only") == "1"
     import pyatspi
 
     lines: list[str] = []
@@ -55,7 +59,13 @@ def main() -> int:
     def walk(node, depth: int) -> None:  # type: ignore[no-untyped-def]
         if len(lines) >= max_lines or depth > 40:
             return
-        line = describe(node, depth)
+        if showing_only and depth > 0:
+            try:
+                if not node.getState().contains(pyatspi.STATE_SHOWING):
+                    return
+            except Exception:
+                return
+        line = describe(node, depth, keep_unnamed=showing_only)
         if line is None:
             return
         if line:

@@ -55,6 +55,7 @@ EXAMPLES = {
     "coq": ("Prove the theorem named t stating True.", "Theorem t : True. Proof. exact I. Qed."),
 }
 GUI_EXAMPLE = ("Open the File menu.", {"type": "key", "text": "alt+f"})
+MARK_ACTION_HELP = '{"type": "click_mark", "mark": 3} (click the element numbered 3 on the screenshot) | '
 GUI_ACTIONS_HELP = (
     '{"type": "click", "x": 100, "y": 200} | {"type": "type", "text": "hello"} | '
     '{"type": "key", "text": "ctrl+s"} (xdotool key names; "Return" for Enter) | '
@@ -129,8 +130,9 @@ class LMAgent:
 
     model: Any
     """A loaded language model (``load_lm(...)``): anything with ``generate(messages, max_new_tokens=...)``."""
-    observation: Literal["screenshot", "a11y_tree", "both"] = "both"
-    """What the gui interface shows the model (the api interface always shows the program's output)."""
+    observation: Literal["screenshot", "a11y_tree", "both", "set_of_marks"] = "both"
+    """What the gui interface shows the model (the api interface always shows the program's output);
+    ``set_of_marks``: the marked screenshot and the list of marks, and the ``click_mark`` action."""
     history: int = 4
     """Past steps (action and output) repeated in each prompt."""
     max_new_tokens: int = 160
@@ -156,6 +158,9 @@ class LMAgent:
         else:
             how = "You act through the mouse and keyboard on a 1280x800 screen."
             formats = GUI_ACTIONS_HELP
+            if self.observation == "set_of_marks":
+                how += " The screenshot has a numbered box on every element you can act on; the list of marks says what each is."
+                formats = MARK_ACTION_HELP + GUI_ACTIONS_HELP
         return (
             f"You are an agent operating the scientific program of the '{domain}' domain to complete a task. {how} "
             f"Answer with exactly one action as a JSON object on one line: {formats}, "
@@ -178,7 +183,12 @@ class LMAgent:
         if self._interface == "gui":
             if self.observation in ("a11y_tree", "both") and observation.get("a11y_tree"):
                 parts.append("Accessibility tree:\n" + observation["a11y_tree"][: self.max_tree_characters])
-            if self.observation in ("screenshot", "both") and observation.get("screenshot") is not None:
+            if self.observation == "set_of_marks" and observation.get("marks"):
+                parts.append("Marks on the screenshot:\n" + observation["marks"][: self.max_tree_characters])
+            if (
+                self.observation in ("screenshot", "both", "set_of_marks")
+                and observation.get("screenshot") is not None
+            ):
                 if _reads_images(self.model):
                     image = _data_url(observation["screenshot"])
                 else:

@@ -9,7 +9,7 @@ Paper: "ScienceBoard: Evaluating Multimodal Autonomous Agents in Realistic Scien
    files written, the program started, the task's setup actions run, the first observation returned;
 2. ``step``: one action. The **api** interface takes ``command`` actions (one command in the program's own
    language); the **gui** interface takes ``type`` / ``key`` / ``click`` / ``move`` / ``scroll`` through
-   xdotool. Both take ``wait``, ``done`` and ``fail``. An action the interface does not have, a ``shell``
+   xdotool, and ``click_mark`` with set-of-marks observations. Both take ``wait``, ``done`` and ``fail``. An action the interface does not have, a ``shell``
    action the task does not allow, or a command naming files outside the workspace is *refused*: the
    observation says so and the episode goes on (the step still counts);
 3. the episode ends when the agent says ``done`` / ``fail`` (terminated), or at the step budget, the task's
@@ -19,7 +19,9 @@ Paper: "ScienceBoard: Evaluating Multimodal Autonomous Agents in Realistic Scien
 
 Observations are dicts: ``instruction``, ``interface``, ``step``, ``steps_left``, ``output`` (the program's
 answer, or why an action was refused), ``status`` (the program's visible state on the api interface), and on
-the gui interface per ``observation``: ``screenshot`` (a PIL image), ``a11y_tree`` (text), or both.
+the gui interface per ``observation``: ``screenshot`` (a PIL image), ``a11y_tree`` (text), both, or
+``set_of_marks``: the screenshot with a numbered box on every element one can act on and ``marks``, the list
+of those marks as text (:mod:`embodia.agents.scienceboard.marks`), which ``click_mark`` actions name.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from embodia.agents.scienceboard.checkers import Check, evaluate
+from embodia.agents.scienceboard.marks import Mark, draw_marks, marks_from_tree, marks_text
 from embodia.agents.scienceboard.programs.base import Program, load_program
 from embodia.agents.scienceboard.sandbox import (
     ProgramCrashedError,
@@ -45,8 +48,9 @@ from embodia.core.errors import EmbodiaError
 from embodia.core.validation import validate
 
 Interface = Literal["api", "gui"]
-ObservationMode = Literal["screenshot", "a11y_tree", "both"]
-GUI_ACTIONS = ("type", "key", "click", "move", "scroll")
+ObservationMode = Literal["screenshot", "a11y_tree", "both", "set_of_marks"]
+OBSERVATION_MODES = ("screenshot", "a11y_tree", "both", "set_of_marks")
+GUI_ACTIONS = ("type", "key", "click", "click_mark", "move", "scroll")
 MAX_OUTPUT = 4000
 """Characters of a program's answer kept in an observation."""
 
@@ -64,9 +68,9 @@ class ScienceBoardEnv:
     ):
         if interface not in ("api", "gui"):
             raise EmbodiaError(f"unknown interface {interface!r}; choose api or gui")
-        if observation not in ("screenshot", "a11y_tree", "both"):
+        if observation not in OBSERVATION_MODES:
             raise EmbodiaError(
-                f"unknown observation mode {observation!r}; choose screenshot, a11y_tree or both"
+                f"unknown observation mode {observation!r}; choose one of {', '.join(OBSERVATION_MODES)}"
             )
         self.interface = interface
         self.observation_mode = observation
@@ -79,6 +83,8 @@ class ScienceBoardEnv:
         self.started = 0.0
         self.done = True
         self.last_checks: list[Check] = []
+        self.marks: list[Mark] = []
+        """The marks of the last set-of-marks observation (what ``click_mark`` numbers refer to)."""
 
     # ------------------------------------------------------------------------------------------- episode
     def reset(self, task: Task) -> dict[str, Any]:
@@ -198,9 +204,12 @@ class ScienceBoardEnv:
         if action.type == "command" and self.interface != "api":
             return (
                 "refused: the gui interface takes keyboard and mouse actions (type, key, click, move, scroll)"
+                + (", and click_mark" if self.observation_mode == "set_of_marks" else "")
             )
         if action.type in GUI_ACTIONS and self.interface != "gui":
             return "refused: the api interface takes command actions (one command of the program)"
+        if action.type == "click_mark" and self.observation_mode != "set_of_marks":
+            return "refused: click_mark needs set-of-marks observations; click at coordinates instead"
         if action.type in ("command", "shell"):
             return self.program.refuse(action.text)
         if action.type == "type" and not self.task.allow_shell:
@@ -220,6 +229,25 @@ class ScienceBoardEnv:
             run("key", "--delay", "40", *chords, timeout=timeout)
         elif action.type == "move":
             run("mousemove", str(action.x), str(action.y), timeout=timeout)
+        elif action.type == "click_mark":
+            chosen = next((mark for mark in self.marks if mark.number == action.mark), None)
+            if chosen is None:
+                raise EmbodiaError(
+                    f"no mark {action.mark} on the last observation (its marks: 1-{len(self.marks)})"
+                    if self.marks
+                    else f"no mark {action.mark}: the last observation had no marks"
+                )
+            x, y = chosen.centre
+            where = [str(x), str(y)]
+            run(
+                "mousemove",
+                *where,
+                "click",
+                "--repeat",
+                str(action.clicks),
+                str(action.button),
+                timeout=timeout,
+            )
         elif action.type in ("click", "scroll"):
             button = str(action.button) if action.type == "click" else ("5" if action.down else "4")
             where = [str(action.x), str(action.y)]
@@ -246,6 +274,13 @@ class ScienceBoardEnv:
                     observation["screenshot"] = self.sandbox.screenshot()
                 if self.observation_mode in ("a11y_tree", "both"):
                     observation["a11y_tree"] = self.sandbox.a11y_tree(self.program.gui_application)
+                if self.observation_mode == "set_of_marks":
+                    tree = self.sandbox.a11y_tree(
+                        self.program.gui_application, max_lines=1000, showing_only=True
+                    )
+                    self.marks = marks_from_tree(tree, self.sandbox.screen)
+                    observation["screenshot"] = draw_marks(self.sandbox.screenshot(), self.marks)
+                    observation["marks"] = marks_text(self.marks)
         return observation
 
     def describe(self) -> dict[str, Any]:

@@ -96,6 +96,8 @@ def _log_step(
     }
     if obs.get("a11y_tree") is not None:
         entry["a11y_tree"] = obs["a11y_tree"]
+    if obs.get("marks") is not None:
+        entry["marks"] = obs["marks"]
     if obs.get("screenshot") is not None:
         name = f"step_{step:03d}.png"
         obs["screenshot"].save(folder / name)

@@ -297,11 +297,20 @@ class Sandbox:
         self._need_display()
         return self.run(["xdotool", *arguments], timeout=timeout, confined=False).stdout
 
-    def a11y_tree(self, application: str | None = None, max_lines: int = 300, timeout: float = 20.0) -> str:
-        """The accessibility tree of ``application`` (default: every one) as indented text, one node a line."""
+    def a11y_tree(
+        self,
+        application: str | None = None,
+        max_lines: int = 300,
+        timeout: float = 20.0,
+        showing_only: bool = False,
+    ) -> str:
+        """The accessibility tree of ``application`` (default: every one) as indented text, one node a line;
+        ``showing_only`` leaves out what is not on screen (closed menus, hidden pages) and what is below it."""
         self._need_display()
         script = Path(__file__).with_name("a11y_tree.py")
         argv = [SYSTEM_PYTHON, str(script), "--max-lines", str(max_lines)]
+        if showing_only:
+            argv += ["--showing-only", "1"]
         if application:
             argv += ["--application", application]
         return self.run(argv, timeout=timeout, confined=False).stdout

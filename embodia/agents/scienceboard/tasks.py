@@ -54,7 +54,9 @@ TASKS_DIR = Path(__file__).parent / "tasks"
 
 Domain = Literal["kalgebra", "grass", "texstudio", "stellarium", "pymol", "coq"]
 Difficulty = Literal["easy", "medium", "hard"]
-ActionType = Literal["command", "type", "key", "click", "move", "scroll", "wait", "shell", "done", "fail"]
+ActionType = Literal[
+    "command", "type", "key", "click", "click_mark", "move", "scroll", "wait", "shell", "done", "fail"
+]
 
 
 class TaskError(ConfigError):
@@ -67,7 +69,8 @@ class Action:
 
     type: ActionType
     """``command`` (programmatic interface: one command of the program), ``type`` / ``key`` / ``click`` /
-    ``move`` / ``scroll`` (GUI interface), ``wait``, ``shell`` (refused unless the task allows it), ``done``
+    ``move`` / ``scroll`` (GUI interface), ``click_mark`` (GUI interface with set-of-marks observations: click
+    the centre of a numbered mark), ``wait``, ``shell`` (refused unless the task allows it), ``done``
     (the agent thinks the task is solved), ``fail`` (the agent gives up)."""
     text: str = ""
     """The command (``command``, ``shell``), the text to type (``type``), or the keys (``key``: xdotool key
@@ -85,6 +88,9 @@ class Action:
     """Scroll direction (``scroll``): True = down."""
     seconds: Annotated[float, Field(ge=0, le=30)] = 1.0
     """How long to wait (``wait``)."""
+    mark: Annotated[int, Field(ge=0, le=10_000)] = 0
+    """The number of a mark of the last set-of-marks observation (``click_mark``; clicked with ``button``
+    and ``clicks``)."""
 
 
 @dataclass

@@ -70,7 +70,7 @@ class ResetArgs:
     """A task id from ``scienceboard_tasks``."""
     interface: Literal["api", "gui"] = "api"
     """``api``: one program command per step; ``gui``: keyboard and mouse on a virtual screen."""
-    observation: Literal["screenshot", "a11y_tree", "both"] = "a11y_tree"
+    observation: Literal["screenshot", "a11y_tree", "both", "set_of_marks"] = "a11y_tree"
     """What gui observations contain (screenshots are saved with ``scienceboard_screenshot``)."""
 
 
