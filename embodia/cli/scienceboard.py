@@ -6,6 +6,8 @@
     embodia scienceboard tasks --domain coq --difficulty hard
     embodia scienceboard run --agent oracle --out runs/sb-oracle          # the scripted solutions, all tasks
     embodia scienceboard run --agent smollm2 --domain kalgebra --out runs/sb-smol
+    embodia scienceboard run --agent modular --planner http://127.0.0.1:8080/v1#planner \\
+        --grounder http://127.0.0.1:8081/v1#grounder --interface gui --observation set_of_marks --out runs/sb-mod
     embodia scienceboard run --agent http://127.0.0.1:8080/v1#qwen --interface gui --observation a11y_tree \\
         --domain stellarium --out runs/sb-gui
     embodia scienceboard validate my_tasks/                     # check task files, one line per problem
@@ -68,9 +70,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    agent = args.agent
+    if agent == "modular":
+        from embodia.agents.scienceboard.agents import modular_spec
+
+        agent = modular_spec(args.planner, args.grounder)
     records = run_tasks(
         tasks,
-        args.agent,
+        agent,
         interface=args.interface,
         observation=args.observation,
         out=args.out,
@@ -128,7 +135,18 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--agent",
         required=True,
-        help="oracle | wrong | smollm2 | a local model folder | http://host:port/v1#model",
+        help="oracle | wrong | smollm2 | a local model folder | http://host:port/v1#model | modular (a planner "
+        "and a grounding model: --planner, --grounder)",
+    )
+    run.add_argument(
+        "--planner",
+        default="smollm2",
+        help="with --agent modular: the model that says the next step (smollm2, a folder, or an endpoint URL)",
+    )
+    run.add_argument(
+        "--grounder",
+        default="smollm2",
+        help="with --agent modular: the model that turns a step into an action (same choices)",
     )
     run.add_argument("--out", required=True, help="folder for the logs and results (created)")
     run.add_argument("--interface", choices=("api", "gui"), default="api", help="command interface or GUI")

@@ -3,10 +3,18 @@ LM agent (what it achieves is measured by scripts/scienceboard_sweep.py, not ass
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from embodia.agents.llm import OpenAICompatibleLM
-from embodia.agents.scienceboard.agents import LMAgent, ScriptedAgent, parse_action
+from embodia.agents.scienceboard.agents import (
+    LMAgent,
+    ModularAgent,
+    ScriptedAgent,
+    make_agent,
+    modular_spec,
+    parse_action,
+)
 from embodia.agents.scienceboard.run import run_episode
 from embodia.agents.scienceboard.tasks import Action, load_tasks
 from tests.agents.scienceboard.conftest import make_task
@@ -71,3 +79,26 @@ def test_smollm2_acts_through_the_real_program(smol, tmp_path):
     # every command the model sent reached calgebra and came back with calgebra's answer
     assert all(s["output"] or s["info"].get("refused") for s in acted)
     assert isinstance(record["success"], bool)
+
+
+def test_the_modular_agent_plans_with_one_endpoint_and_grounds_with_another(chat_server, tmp_path):
+    (task,) = load_tasks(ids=["kalgebra-define-variable"])
+    task = dataclasses.replace(task, max_steps=3)  # what it achieves is measured by the sweep, not here
+    agent = make_agent(modular_spec(f"{chat_server.url}#planner", f"{chat_server.url}#grounder"))
+    assert isinstance(agent, ModularAgent)
+    before = len(chat_server.requests)
+    record = run_episode(task, agent, log_dir=tmp_path)
+    asked = chat_server.requests[before:]
+    planner = [r for r in asked if r["model"] == "planner"]
+    grounder = [r for r in asked if r["model"] == "grounder"]
+    assert planner and "You plan the work" in planner[0]["messages"][0]["content"]
+    assert task.instruction in planner[0]["messages"][-1]["content"]
+    # every step the planner did not end was grounded into an action by the other model
+    planned = [step for step in agent.steps if step["plan"] not in ("DONE", "FAIL")]
+    assert len(grounder) == len(planned) and all(
+        "You turn one step" in r["messages"][0]["content"] for r in grounder
+    )
+    assert all(
+        r["messages"][-1]["content"].startswith(f"Step: {s['plan']}") for r, s in zip(grounder, planned)
+    )
+    assert 1 <= record["steps"] <= task.max_steps and isinstance(record["success"], bool)
