@@ -5,6 +5,10 @@ the price of sequences, distributions and flow policies, and what each speed-up 
 float32 rows use the actor-only backward and fused Adam (same results up to float rounding); the bfloat16
 rows run the MLPs' matrix products in bfloat16 (mixed precision: results differ at bfloat16's precision).
 
+The second table (``distillation_fix``) pairs each learner with FQL-style extraction against the same learner
+as it was before distillation moved to the one-step policy's raw output (distilled on ``clamp(mu(s, z))``),
+interleaved, to show that the fix does not slow an update.
+
     python -m benchmarks.bench_deas_throughput [--quick] [--results PATH]
 
 All learners update from the same in-memory windows (sampling included, so the ratio is what a training run
@@ -23,6 +27,7 @@ from benchmarks._common import interleaved, save_results
 from embodia.core.results import Column, Table
 from embodia.data.sampling import WindowSampler, to_torch
 from embodia.policies.deas import DEAS, DEASConfig
+from embodia.policies.flow import FlowPolicy
 from embodia.policies.fql import FQL, FQLConfig
 from embodia.policies.iql import IQL, IQLConfig
 from embodia.policies.networks import ObsNormalizer
@@ -74,6 +79,35 @@ def learners(normalizer: ObsNormalizer) -> dict:
     }
 
 
+def clamped_distillation(learner):
+    """``learner`` with its one-step policies distilled on their clamped output (the code before the fix).
+
+    ``fql_actor_loss`` distils ``actor.one_step``'s output and clamps only what Q sees; making ``one_step``
+    itself clamp restores the earlier loss, where both terms saw the clamped output.
+    """
+    for module in learner.modules().values():
+        for part in module.modules():
+            if isinstance(part, FlowPolicy) and part.flow_steps == 0:
+                raw = part.one_step
+                part.one_step = lambda obs, noise, raw=raw: raw(obs, noise).clamp(-1.0, 1.0)
+    return learner
+
+
+def distillation_pairs(normalizer: ObsNormalizer) -> dict[str, tuple]:
+    """Learner name -> (distilled on the clamped output: before, on the raw output: after), float32."""
+
+    def pair(make):
+        return clamped_distillation(make()), make()
+
+    return {
+        "FQL (H=1)": pair(lambda: FQL(FQLConfig(), normalizer, 5, (-1.0, 0.0))),
+        "QC-FQL (H=5)": pair(lambda: FQL(FQLConfig(horizon=5, alpha=100.0), normalizer, 5, (-1.0, 0.0))),
+        "DEAS (H=4, FQL extraction: the paper's defaults)": pair(
+            lambda: DEAS(DEASConfig(horizon=4), normalizer, 5, (-1.0, 0.0))
+        ),
+    }
+
+
 def table(rates: dict[str, float], names: list[str], batch: int) -> Table:
     """Steps/s per learner, the median paired ratio to the first, and bfloat16 over its float32 row."""
     result = Table(
@@ -106,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     updates, repeats, batch = (5, 2, 64) if args.quick else (50, 7, 256)
     arrays, ends = synthetic(20_000)
-    compared = learners(ObsNormalizer.fit(["state"], arrays))
+    normalizer = ObsNormalizer.fit(["state"], arrays)
+    compared = learners(normalizer)
     windows = {name: type(learner).window_for(learner.config) for name, learner in compared.items()}
     samplers = {name: WindowSampler(arrays, windows[name], episode_ends=ends, seed=0) for name in compared}
 
@@ -121,12 +156,46 @@ def main(argv: list[str] | None = None) -> int:
     rates = interleaved({name: runner(name) for name in compared}, repeats)
     learners_table = table(rates, list(compared), batch)
     print(learners_table.markdown())
+
+    fix_table = Table(
+        [
+            Column("learner", f"learner (batch {batch}, float32)"),
+            Column("before", "steps/s, distilled on the clamped output (before)", ".1f"),
+            Column("after", "steps/s, distilled on the raw output (after)", ".1f"),
+            Column("ratio", "after / before (paired median)", ".2f"),
+        ]
+    )
+    pair_rates = {}
+    for name, (before, after) in distillation_pairs(normalizer).items():
+        window = type(after).window_for(after.config)
+        sampler = WindowSampler(arrays, window, episode_ends=ends, seed=0)
+
+        def updating(learner, sampler=sampler):
+            def run() -> float:
+                for _ in range(updates):
+                    learner.update(to_torch(sampler.sample(batch)))
+                return updates
+
+            return run
+
+        measured = interleaved({"before": updating(before), "after": updating(after)}, repeats)
+        pair_rates[name] = measured
+        fix_table.add(
+            learner=name, before=measured["before"], after=measured["after"], ratio=measured["after/before"]
+        )
+    print(fix_table.markdown())
     save_results(
         "deas_throughput",
-        {"learners": learners_table},
+        {"learners": learners_table, "distillation_fix": fix_table},
         quick=args.quick,
         path=args.results,
-        data={"rates": rates, "batch": batch, "updates": updates, "repeats": repeats},
+        data={
+            "rates": rates,
+            "distillation_fix_rates": pair_rates,
+            "batch": batch,
+            "updates": updates,
+            "repeats": repeats,
+        },
         title="Gradient steps/s of DEAS and its baselines (one process, one torch thread)",
     )
     return 0

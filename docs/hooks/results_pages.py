@@ -160,7 +160,26 @@ def reproductions(path: Path = REPRODUCTIONS) -> list[dict[str, Any]]:
             raise DirectiveError(f"{path}: {row['system']}: verdict must be one of {VERDICTS}")
         if row["verdict"] != "reproduced" and not row.get("reason"):
             raise DirectiveError(f"{path}: {row['system']} is {row['verdict']!r} but gives no reason")
+        for part in row.get("per_environment", []):
+            if not part.get("environment") or part.get("verdict") not in VERDICTS:
+                raise DirectiveError(
+                    f"{path}: {row['system']}: every per_environment entry needs an environment and a verdict "
+                    f"among {VERDICTS}"
+                )
+            if part["verdict"] != "reproduced" and not part.get("reason"):
+                raise DirectiveError(
+                    f"{path}: {row['system']}, {part['environment']} is {part['verdict']!r} but gives no reason"
+                )
     return rows
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """The verdict cell: the overall verdict and its reason, then one line per environment where given."""
+    text = f"**{row['verdict']}**" + (f": {row['reason']}" if row.get("reason") else "")
+    for part in row.get("per_environment", []):
+        reason = f": {part['reason']}" if part.get("reason") else ""
+        text += f"<br>{part['environment']} — **{part['verdict']}**{reason}"
+    return text.replace("\n", " ")
 
 
 def measured_text(row: Mapping[str, Any], page: str, results_dir: Path) -> str:
@@ -191,7 +210,7 @@ def reproductions_table(*, page: str = "", results_dir: Path = RESULTS, path: Pa
     lines = [header]
     sources = []
     for row in reproductions(path):
-        verdict = f"**{row['verdict']}**" + (f": {row['reason']}" if row.get("reason") else "")
+        verdict = verdict_text(row)
         paper = f"[{row['system']}]({page_link(row['page'], page)})<br><small>{paper_reference(row)}</small>"
         claim = row["claim"].strip().replace("\n", " ")
         setting = row["setting"].strip().replace("\n", " ")

@@ -24,6 +24,9 @@ Sources:
   default ("need to be tuned for each environment"; their README's cube-triple runs use it too); no other
   value is stated per environment.
 - IQL as FQL runs it: expectile 0.9, AWR with temperature 10, gamma 0.99.
+- ``deas_gamma2_099`` (not in the default comparison): DEAS as above with gamma2 0.99, the value of the
+  DEAS-FQL repository's example script, to measure the one hyperparameter where the paper and its code
+  disagree.
 - ``deas_best_of_n`` (not in the default comparison): DEAS's critic as above, acting by the critic's best of
   32 flow BC samples (:mod:`embodia.policies.best_of_n`); the paper names best-of-N sampling among DEAS's
   possible extractions but reports its OGBench table with FQL's.
@@ -67,6 +70,21 @@ def _family(h: int, alpha: float, note: str, v_min: float | None) -> dict[str, M
             },
             deas_source,
             f"DEAS (H={h}, FQL extraction, alpha {alpha:g}) — the paper's settings",
+        ),
+        "deas_gamma2_099": MethodSetting(
+            "deas",
+            {
+                "horizon": h,
+                "gamma1": 0.9,
+                "gamma2": 0.99,
+                "extraction": "fql",
+                "alpha": alpha,
+                "value_target": "distribution",
+                "v_min": None if v_min is None else -1.0 / (1.0 - 0.99),
+            },
+            "DEAS as 'deas' with gamma2 0.99, the DEAS-FQL repository's example script's value (the paper's "
+            "text: 0.999); the support moves with it to -1 / (1 - gamma2) = -100 where rewards are in {-1, 0}",
+            f"DEAS (H={h}, FQL extraction, alpha {alpha:g}), gamma2 0.99 (the authors' script)",
         ),
         "deas_best_of_n": MethodSetting(
             "deas",

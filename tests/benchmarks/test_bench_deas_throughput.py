@@ -16,3 +16,8 @@ def test_quick_run_writes_the_committed_layout(tmp_path):
     assert [r["learner"] for r in rows] == [r["learner"] for r in committed["tables"]["learners"]["rows"]]
     assert rows[0]["ratio"] == 1.0 and all(r["steps_per_second"] > 0 for r in rows)
     assert [r["learner"] for r in rows if r["bfloat16_gain"] is not None] == list(FLOAT32_OF)
+    fix = written["tables"]["distillation_fix"]["rows"]
+    assert [r["learner"] for r in fix] == [
+        r["learner"] for r in committed["tables"]["distillation_fix"]["rows"]
+    ]
+    assert all(r["before"] > 0 and r["after"] > 0 and r["ratio"] > 0 for r in fix)

@@ -160,3 +160,25 @@ def test_readme_is_short_current_and_its_links_resolve():
         if re.match(r"[a-z]+://", target):
             continue
         assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+def test_a_claim_on_several_environments_carries_a_verdict_per_environment(tmp_path):
+    rows = yaml.safe_load((DOCS / "reproductions.yml").read_text())
+    deas = next(row for row in rows if row["system"] == "DEAS")
+    deas["per_environment"] = [
+        {"environment": "CubeDouble", "verdict": "reproduced"},
+        {"environment": "Scene", "verdict": "not reproduced", "reason": "every method at the floor"},
+    ]
+    path = tmp_path / "reproductions.yml"
+    path.write_text(yaml.safe_dump([deas]))
+    table = pages.reproductions_table(page="reproductions.md", path=path)
+    assert "CubeDouble — **reproduced**" in table
+    assert "Scene — **not reproduced**: every method at the floor" in table
+    deas["per_environment"] = [{"environment": "Scene", "verdict": "not reproduced"}]
+    path.write_text(yaml.safe_dump([deas]))
+    with pytest.raises(pages.DirectiveError, match="Scene is 'not reproduced' but gives no reason"):
+        pages.reproductions(path)
+    deas["per_environment"] = [{"environment": "Scene", "verdict": "maybe"}]
+    path.write_text(yaml.safe_dump([deas]))
+    with pytest.raises(pages.DirectiveError, match="per_environment"):
+        pages.reproductions(path)

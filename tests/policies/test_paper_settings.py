@@ -13,7 +13,7 @@ from embodia.policies.paper_settings import PAPER_SETTINGS, method_setting
 def test_every_setting_is_a_valid_config_of_its_learner():
     assert set(PAPER_SETTINGS) == {"CubeSingle", "CubeDouble", "Scene", "Puzzle3x3"}
     for family, methods in PAPER_SETTINGS.items():
-        assert list(methods) == ["deas", "deas_best_of_n", "qc_fql", "fql", "iql", "bc"]
+        assert list(methods) == ["deas", "deas_gamma2_099", "deas_best_of_n", "qc_fql", "fql", "iql", "bc"]
         for name, setting in methods.items():
             config = validate(learner_classes(setting.learner)[1], setting.config, where=f"{family} {name}")
             assert setting.source, (family, name)
@@ -21,6 +21,11 @@ def test_every_setting_is_a_valid_config_of_its_learner():
                 assert (
                     config.horizon == (4 if family.startswith("Cube") else 8) and config.extraction == "fql"
                 )
+            if name == "deas_gamma2_099":  # the paper's DEAS but for gamma2 (and the support that follows it)
+                changed = {k for k in setting.config if setting.config[k] != methods["deas"].config[k]}
+                assert config.gamma2 == 0.99 and changed <= {"gamma2", "v_min"}
+                if methods["deas"].config["v_min"] is not None:
+                    assert config.v_min == pytest.approx(-1 / (1 - 0.99))
             if name == "deas_best_of_n":  # the same critic, another extraction
                 critic = {k: v for k, v in setting.config.items() if k not in ("extraction", "candidates")}
                 assert critic == {
