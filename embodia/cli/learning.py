@@ -115,7 +115,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--env", dest="families", nargs="+", metavar="FAMILY", help="subset, e.g. CubeSingle Scene"
     )
     q.add_argument("--methods", nargs="+", choices=compared, help="subset of the methods")
-    q.add_argument("--episodes", type=positive_int, help="dataset episodes per environment")
+    q.add_argument(
+        "--episodes",
+        type=positive_int,
+        help="play episodes in each task's dataset (each of 1000 steps; 1000 = OGBench's 1M transitions)",
+    )
     q.add_argument("--eval-episodes", type=nonnegative_int)
     q.add_argument(
         "--matmul-precision",
