@@ -252,7 +252,9 @@ def test_ctrl_c_inside_a_store_write_loses_and_duplicates_nothing(cluster, tmp_p
     )
     assert result.returncode == 0, result.stderr[-3000:]
     interrupted, finished = result.stdout.split()[-2:]
-    assert interrupted == "True" and 3 <= int(finished) < 24
+    # how many finished before the interrupt took effect depends on load (under load every worker may be done
+    # before the driver's first write, which then holds all 24): what must hold is no loss and no duplicate
+    assert interrupted == "True" and 3 <= int(finished) <= 24
     kept = TrajectoryStore(store)
     seeds = kept.episodes_table()["seed"].tolist()
     assert seeds == sorted(set(seeds)) and len(seeds) == int(finished)  # each finished episode once, in order
