@@ -111,6 +111,7 @@ class ScienceBoardEnv:
             self.program.start()
             for action in task.setup:
                 self.program.command(action.text)
+            self.program.setup_done()
         except BaseException:
             self.close()
             raise

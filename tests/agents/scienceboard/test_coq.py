@@ -103,6 +103,50 @@ def test_oracle_solves_and_wrong_fails(task_id: str) -> None:
     assert reward == 0.0 and info["success"] is False
 
 
+@pytest.mark.parametrize(
+    ("task_id", "attack"),
+    [
+        # '+' made to drop its right operand: the theorem proved is forall n, n = n
+        ("coq-add-zero-right", 'Notation "x + y" := (x). Theorem add_0_r_nat : forall n : nat, n + 0 = n.'),
+        # a module Nat whose add ignores its second argument, and '+' pointed at it
+        (
+            "coq-add-zero-right",
+            "Module Nat. Definition add (a b : nat) := a. End Nat. Infix \"+\" := Nat.add : nat_scope. "
+            "Theorem add_0_r_nat : forall n : nat, n + 0 = n.",
+        ),
+        # the setup's double shadowed by one for which the statement holds by computation
+        (
+            "coq-double-plus",
+            "Module Shadow. Definition double (n : nat) := n + n. End Shadow. Import Shadow. "
+            "Theorem double_plus : forall n : nat, double n = n + n.",
+        ),
+        # a statement naming the agent's own function (checked after the agent's sentences): '=' redefined
+        (
+            "coq-factorial",
+            "Fixpoint fact (n : nat) : nat := match n with 0 => 1 | S m => S m * fact m end. "
+            'Notation "x = y" := True (at level 70, no associativity) : type_scope. Theorem fact_5 : fact 5 = 120.',
+        ),
+    ],
+)
+def test_redefining_the_statements_words_does_not_pass_the_checker(task_id: str, attack: str) -> None:
+    """The known loophole: statement_is used to elaborate the statement after the agent's script, so a
+    script that redefined nat's '+', a setup function or '=' proved a trivial theorem that matched it."""
+    (task,) = load_tasks(ids=[task_id])
+    proof = "Proof. exact I. Qed." if "True" in attack else "Proof. reflexivity. Qed."
+    with ScienceBoardEnv("api") as env:
+        env.reset(task)
+        program = env.program
+        assert program is not None
+        _, _, _, _, info = env.step({"type": "command", "text": f"{attack} {proof}"})
+        assert info["refused"] is False, info
+        (theorem,) = {rule.args["theorem"] for rule in task.evaluate if rule.query == "statement_is"}
+        assert program.query("proof_complete", {"theorem": theorem}) is True  # the trivial proof went through
+        _, reward, terminated, _, info = env.step({"type": "done"})
+        assert terminated and reward == 0.0
+        failed = [check.rule.query for check in env.last_checks if not check.passed]
+        assert failed == ["statement_is"], info["checks"]
+
+
 def test_task_set() -> None:
     tasks = load_tasks(domains=["coq"])
     levels = [task.difficulty for task in tasks]

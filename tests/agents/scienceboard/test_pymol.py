@@ -146,6 +146,18 @@ def test_oracles_solve_and_wrong_sequences_fail(sample: list) -> None:
         assert reward == 0.0 and not info["success"], (task.id, info.get("checks"))
 
 
+def test_a_copy_of_the_reference_is_not_an_alignment() -> None:
+    """The known loophole: replacing ``moved`` by a copy of ``ref`` put its C-alpha atoms on ref's as well
+    as aligning did. ``moved`` now differs from ``ref`` in one side chain, which only the real object keeps."""
+    (task,) = load_tasks(ids=["pymol-align-copies"])
+    for attack in (["delete moved", "create moved, ref"], ["create moved, ref"]):
+        actions = [{"type": "command", "text": text} for text in attack] + [{"type": "done"}]
+        reward, info = _play(task, actions)
+        assert reward == 0.0 and not info["success"], (attack, info.get("checks"))
+    reward, info = _play(task, task.oracle)
+    assert reward == 1.0, info.get("checks")
+
+
 def test_refused_command_keeps_the_episode_going(sample: list) -> None:
     task = sample[0]
     with ScienceBoardEnv("api") as env:

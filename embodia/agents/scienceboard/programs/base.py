@@ -88,6 +88,10 @@ class Program:
             )
         return None
 
+    def setup_done(self) -> None:
+        """Called once the task's setup actions have run, before the agent's first action (a program may
+        mark what the task itself put in place, so that checkers can tell it from the agent's work)."""
+
     def status(self) -> str:
         """A short text of the program's visible state for API observations (default: nothing)."""
         return ""

@@ -37,6 +37,12 @@ MAX_STATUS = 1500
 _IDENT = re.compile(r"^[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*$")
 _SENTENCE_START = re.compile(r"([-+*])\1*|[{}]|(?:\d+|\[\s*[\w']+\s*\])\s*:\s*\{")
 """Sentences without a final '.': bullets, braces, a goal selector with a brace (``2: {``)."""
+_IMPORT = re.compile(r"^\s*(?:From\s+\S+\s+)?(?:Require|Import|Export|Open\s+Scope)\b")
+"""Setup sentences that the fallback statement check issues again inside its fresh module."""
+EXPECTED = "embodia_expected_statement"
+"""The constant that holds a task's statement, elaborated before the agent's sentences."""
+_WARNING = re.compile(r'File "[^"\n]*", line \d+, characters \d+-\d+:\nWarning:.*?\n\[[\w,.-]+\]\n?', re.S)
+"""One of coqc's warnings (on stderr, merged into its output)."""
 _TAGS = re.compile(r"</?(?:infomsg|warning)>")
 _FORBIDDEN = [  # (what, pattern on the sentence without comments and string contents, why)
     ("Load", r"\bLoad\b", "it reads files"),
@@ -60,7 +66,8 @@ QUERIES: dict[str, str] = {
     "proof_complete": "{theorem}: True if proof.v compiles with coqc and `Print Assumptions theorem.` says "
     "'Closed under the global context' (an Admitted proof or an Axiom makes it False)",
     "statement_is": "{theorem, statement}: True if proof.v compiles and the theorem's type is syntactically "
-    "the statement (Ltac constr_eq, up to bound-variable names)",
+    "the statement (Ltac constr_eq, up to bound-variable names), the statement read as the task's setup left "
+    "Coq (the agent's redefinitions of nat, +, or a setup function do not change what it means)",
     "defined": "{name}: True if coqtop knows a constant, inductive or constructor of that name",
     "compute": "{expression}: the value printed by `Eval compute in (expression).` (whitespace-normalised, "
     "without its type), e.g. '120'",
@@ -162,6 +169,8 @@ class Coq(Program):
         self.script: list[str] = []
         self.prompt = ""
         self._checks = 0
+        self.trusted = 0
+        """Sentences of the script that the task's setup put there (the agent's come after them)."""
 
     # --------------------------------------------------------------------------------------------- life
     def start(self) -> None:
@@ -174,6 +183,9 @@ class Coq(Program):
         self.repl = Repl(self.sandbox, ["coqtop", "-emacs", "-q"], r"</prompt>", name="coqtop")
         self.prompt = self._prompt(self.repl.read_until_prompt(self.timeout))
         self._write()
+
+    def setup_done(self) -> None:
+        self.trusted = len(self.script)
 
     def close(self) -> None:
         if self.repl is not None and self.repl.process.poll() is None:
@@ -234,16 +246,11 @@ class Coq(Program):
         if name == "proof_complete":
             (theorem,) = self.require(name, args, "theorem")
             result = self._compile(f"Print Assumptions {self._ident(theorem)}.")
-            return result.returncode == 0 and result.stdout.strip().endswith(
-                "Closed under the global context"
-            )
+            answer = _WARNING.sub("", result.stdout).strip()  # coqc's warnings interleave with its answer
+            return result.returncode == 0 and answer.endswith("Closed under the global context")
         if name == "statement_is":
             theorem, statement = self.require(name, args, "theorem", "statement")
-            check = (
-                f"Goal True.\nlet T := type of {self._ident(theorem)} in let S := constr:({statement}) in "
-                "constr_eq T S.\nAbort."
-            )
-            return self._compile(check).returncode == 0
+            return self._statement_is(self._ident(theorem), statement)
         if name == "defined":
             (ident,) = self.require(name, args, "name")
             answer, _ = self._send(f"Locate {self._ident(ident)}.")
@@ -286,13 +293,50 @@ class Coq(Program):
     def _write(self) -> None:
         (self.sandbox.workspace / SCRIPT).write_text("\n".join(self.script) + "\n", encoding="utf-8")
 
-    def _compile(self, extra: str) -> Any:
-        """Compile a copy of the script followed by ``extra`` with coqc (output: stdout, stderr merged)."""
+    def _statement_is(self, theorem: str, statement: str) -> bool:
+        """Whether ``theorem``'s type is ``statement`` as the *task* means it, not as the agent's script
+        may have redefined its words.
+
+        The statement is elaborated right after the task's setup, before any sentence of the agent
+        (``Definition embodia_expected_statement : Prop := statement.``), and compared with the theorem's
+        type at the end: a script that shadows ``nat``, ``+``, ``length`` or a setup definition proves
+        something else, and the comparison sees different constants. A statement that names what the
+        agent was asked to define (``fact 5 = 120``) cannot be elaborated before the agent's sentences;
+        it is elaborated after them inside a fresh module that imports Coq's prelude and the setup's
+        libraries again, so standard names and notations mean their standard constants there.
+        """
+        expected = f"Definition {EXPECTED} : Prop := ({statement})."
+        compare = (
+            f"Goal True.\nlet T := type of {theorem} in "
+            f"let S := eval cbv delta [{EXPECTED}] in {EXPECTED} in constr_eq T S.\nAbort."
+        )
+        setup, agent = self.script[: self.trusted], self.script[self.trusted :]
+        if self._compile(compare, before=[*setup, expected], after=agent).returncode == 0:
+            return True
+        if self._compile("", before=[*setup, expected], after=[]).returncode == 0:
+            return False  # the statement means something at the setup's end, and the theorem is not it
+        reimports = [s for s in setup if _IMPORT.match(s)]
+        fresh = "\n".join(
+            [
+                f"Module {EXPECTED}_module.",
+                "From Coq Require Import Init.Prelude.",
+                *reimports,
+                f"Goal True.\nlet T := type of {theorem} in let S := constr:({statement}) in "
+                "constr_eq T S.\nAbort.",
+                f"End {EXPECTED}_module.",
+            ]
+        )
+        return self._compile(fresh).returncode == 0
+
+    def _compile(self, extra: str, before: list[str] | None = None, after: list[str] | None = None) -> Any:
+        """Compile a copy of the script followed by ``extra`` with coqc (output: stdout, stderr merged);
+        ``before`` + ``after`` replace the script (to insert a sentence inside it)."""
         folder = self.sandbox.workspace / CHECK_DIR
         folder.mkdir(exist_ok=True)
         self._checks += 1
         name = f"check{self._checks}.v"
-        (folder / name).write_text("\n".join([*self.script, extra]) + "\n", encoding="utf-8")
+        body = self.script if before is None else [*before, *(after or [])]
+        (folder / name).write_text("\n".join([*body, extra]) + "\n", encoding="utf-8")
         return self.sandbox.run(["coqc", "-q", name], timeout=self.timeout, cwd=folder)
 
     @staticmethod
