@@ -111,7 +111,7 @@ def test_oracle_solves_and_wrong_fails(task_id: str) -> None:
         # a module Nat whose add ignores its second argument, and '+' pointed at it
         (
             "coq-add-zero-right",
-            "Module Nat. Definition add (a b : nat) := a. End Nat. Infix \"+\" := Nat.add : nat_scope. "
+            'Module Nat. Definition add (a b : nat) := a. End Nat. Infix "+" := Nat.add : nat_scope. '
             "Theorem add_0_r_nat : forall n : nat, n + 0 = n.",
         ),
         # the setup's double shadowed by one for which the statement holds by computation
