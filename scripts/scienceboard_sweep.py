@@ -12,9 +12,11 @@ outputs, screenshots) are in its own folder. Both are written after every arm.
 
 Arms: ``oracle`` (api, every task; must be 100 %), ``wrong`` (api, every task; must be 0 %), ``oracle-gui``
 (gui, every task with a GUI oracle; must be 100 %), and for ``--agent`` (default: the local SmolLM2, a weak
-baseline) ``lm-api`` on every task and ``lm-gui-<mode>`` on the GUI tasks for the screenshot, a11y-tree and
-both observation modes. A text-only model gets nothing from screenshots (the prompt says so). ``--lm-only``
-keeps the scripted arms' episodes already in ``--out``.
+baseline) ``lm-api`` on every task and ``lm-gui-<mode>`` on the GUI tasks for the screenshot, a11y-tree,
+both and set-of-marks observation modes; then the paper's modular agent (``--planner`` says the next step in
+words, ``--grounder`` turns it into an action; both default to ``--agent``) as ``modular-api`` on every task
+and ``modular-gui-set_of_marks`` on the GUI tasks. A text-only model gets nothing from screenshots (the
+prompt says so). ``--lm-only`` keeps the scripted arms' episodes already in ``--out``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from embodia.agents.scienceboard.agents import modular_spec
 from embodia.agents.scienceboard.run import results_markdown, run_tasks, success_table, summarise
 from embodia.agents.scienceboard.tasks import DOMAINS, load_tasks
 from embodia.core.results import Column, Table, default_results_path, write_results
@@ -39,6 +42,9 @@ LM_COLUMNS = {
     "lm-gui-screenshot": ("gui_screenshot", "gui, screenshot"),
     "lm-gui-a11y_tree": ("gui_a11y_tree", "gui, a11y tree"),
     "lm-gui-both": ("gui_both", "gui, both"),
+    "lm-gui-set_of_marks": ("gui_set_of_marks", "gui, set-of-marks"),
+    "modular-api": ("modular_api", "modular, api"),
+    "modular-gui-set_of_marks": ("modular_gui_set_of_marks", "modular, gui, set-of-marks"),
 }
 
 
@@ -69,7 +75,7 @@ def lm_table(records: list[dict[str, Any]]) -> Table:
         [
             Column("domain", "domain"),
             *columns,
-            Column("episodes", "episodes (api, screenshot, a11y tree, both)"),
+            Column("episodes", "episodes (one per column, in order)"),
         ]
     )
     for domain in (*DOMAINS, "all"):
@@ -97,7 +103,7 @@ def lm_actions_table(records: list[dict[str, Any]], out: Path) -> Table:
         logs = [
             out / r["arm"] / r["task"] / "steps.jsonl"
             for r in records
-            if r["arm"] in LM_COLUMNS and r["interface"] == interface
+            if r["arm"] in LM_COLUMNS and r["interface"] == interface and not r["arm"].startswith("modular")
         ]
         for log in filter(Path.is_file, logs):
             for line in log.read_text().splitlines():
@@ -156,7 +162,13 @@ def write_everything(
         tables,
         name=RESULTS_NAME,
         title="ScienceBoard: scripted oracles, their counterexamples and an LM agent on embodia's tasks",
-        data={"agent": args.agent, "quick": args.quick, "out": str(out)},
+        data={
+            "agent": args.agent,
+            "planner": args.planner or args.agent,
+            "grounder": args.grounder or args.agent,
+            "quick": args.quick,
+            "out": str(out),
+        },
     )
     return tables
 
@@ -171,6 +183,8 @@ def main() -> int:
     parser.add_argument(
         "--quick", action="store_true", help="one easy task per domain, oracle and wrong only"
     )
+    parser.add_argument("--planner", default=None, help="the modular agent's planner (default: --agent)")
+    parser.add_argument("--grounder", default=None, help="the modular agent's grounder (default: --agent)")
     parser.add_argument("--no-lm", action="store_true", help="skip the LM arms")
     parser.add_argument(
         "--lm-only", action="store_true", help="only the LM arms (the scripted ones ran before)"
@@ -196,8 +210,11 @@ def main() -> int:
             arms.append(("oracle-gui", "oracle", gui_tasks, "gui", "both"))
     if not (args.quick or args.no_lm):
         arms.append(("lm-api", args.agent, tasks, "api", "both"))
-        for mode in ("screenshot", "a11y_tree", "both"):
+        for mode in ("screenshot", "a11y_tree", "both", "set_of_marks"):
             arms.append((f"lm-gui-{mode}", args.agent, gui_tasks, "gui", mode))
+        modular = modular_spec(args.planner or args.agent, args.grounder or args.agent)
+        arms.append(("modular-api", modular, tasks, "api", "both"))
+        arms.append(("modular-gui-set_of_marks", modular, gui_tasks, "gui", "set_of_marks"))
 
     everything: list[dict[str, Any]] = []
     if args.lm_only and (out / "results.json").is_file():  # the scripted arms of an earlier run

@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from embodia.agents.scienceboard.env import ScienceBoardEnv
 from embodia.agents.scienceboard.programs.coq import Coq
 from embodia.agents.scienceboard.programs.grass import Grass
 from embodia.agents.scienceboard.programs.pymol import PyMOL
@@ -96,6 +97,61 @@ def test_pymol_running_python_stays_inside_the_workspace(tmp_path):
     assert not target.exists()
     assert kept == "kept"
     assert not _running("sleep 600.4343")
+
+
+#: characters -> X key names, to press a line key by key
+KEY_NAMES = {
+    " ": "space", "(": "parenleft", ")": "parenright", "'": "apostrophe", ",": "comma", ".": "period",
+    "+": "plus", "-": "minus", "_": "underscore", "[": "bracketleft", "]": "bracketright", "/": "slash",
+    "=": "equal", ":": "colon",
+}  # fmt: skip
+
+
+def _keys(line: str) -> str:
+    return " ".join(KEY_NAMES.get(char, char) for char in line)
+
+
+def test_python_typed_into_the_pymol_gui_stays_inside_the_workspace(tmp_path):
+    """PyMOL's GUI command line takes Python. Typed text meets the same text rules as api commands, but keys
+    pressed one at a time do not: the sandbox is what holds."""
+    secret, target = tmp_path / "secret.txt", tmp_path / "pwned.txt"
+    secret.write_text(SECRET)
+    task = parse_task(
+        {
+            "id": "pymol-boundary-gui",
+            "domain": "pymol",
+            "difficulty": "easy",
+            "instruction": "boundary test",
+            "interfaces": ["gui"],
+            "evaluate": [CHECKS["pymol"]],
+            "oracle": [{"type": "done"}],
+            "oracle_gui": [{"type": "done"}],
+            "wrong": [{"type": "done"}],
+        },
+        "test",
+    )
+    lines = [
+        "import os, subprocess",
+        f"stolen_words = open(os.sep + {str(secret)[1:]!r}).read()",
+        "open('leak.txt', 'w').write(stolen_words)",
+        f"open(os.sep + {str(target)[1:]!r}, 'w').write('x')",
+        "subprocess.Popen(['env', '-i', 'setsid', 'sleep', '600.4444'])",
+        "open('note.txt', 'w').write('kept')",  # the workspace is the one place it writes
+    ]
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        env.reset(task)
+        workspace = env.sandbox.workspace
+        for line in lines:
+            assert env.step({"type": "type", "text": line})[4]["refused"], line  # the friendly refusal
+            # the same line as single key presses: the text rules do not see it
+            _, _, _, _, info = env.step({"type": "key", "text": f"{_keys(line)} Return"})
+            assert not info["refused"], line
+        assert _wait_for(lambda: (workspace / "note.txt").is_file(), 120)
+        assert _wait_for(lambda: _running("sleep 600.4444"))
+        leaked = (workspace / "leak.txt").read_text()  # empty: the name was never bound
+    assert SECRET not in leaked  # the secret could not be opened (written after it, note.txt was)
+    assert not target.exists()
+    assert not _running("sleep 600.4444")
 
 
 def test_coq_redirect_cannot_write_outside_the_workspace(tmp_path):

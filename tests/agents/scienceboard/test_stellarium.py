@@ -53,7 +53,7 @@ def tasks() -> dict[str, Task]:
 def test_task_set_is_complete(tasks: dict[str, Task]) -> None:
     levels = [task.difficulty for task in tasks.values()]
     assert len(tasks) >= 10 and levels.count("easy") >= 4 and levels.count("medium") >= 4
-    assert 2 <= levels.count("hard") <= 3
+    assert levels.count("hard") >= 2
     assert sum("gui" in task.interfaces and bool(task.oracle_gui) for task in tasks.values()) >= 3
 
 

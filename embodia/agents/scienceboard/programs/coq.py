@@ -17,17 +17,25 @@ Refused: sentences that touch files or the system (``Load``, ``Cd``, ``Add [Rec]
 ``BackTo`` that scripts cannot replay) and ``Require`` of anything but Coq's standard library; file names in
 string literals must stay inside the workspace.
 
+GUI interface: CoqIDE (Debian package ``coqide``) on the sandbox's display, opened on ``proof.v`` holding the
+task's setup sentences; the agent edits the script, steps through it with CoqIDE's navigation (``ctrl+Down``,
+``ctrl+End``...) and saves it (``ctrl+s``). The checkers read the *saved* file: an unsaved proof does not
+count, and the setup's sentences must be left as they were.
+
 Queries (``QUERIES``): ``proof_complete`` and ``statement_is`` compile ``proof.v`` with ``coqc`` (so the script
-must compile: no proof left open); ``defined`` and ``compute`` ask the live coqtop.
+must compile: no proof left open); ``defined`` and ``compute`` ask the live coqtop (api) or coqc after the
+saved script (gui).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from embodia.agents.scienceboard.programs.base import Program, QueryError, Repl
+from embodia.agents.scienceboard.sandbox import ProgramCrashedError, ProgramHungError
 
 SCRIPT = "proof.v"
 """The accepted sentences, in the workspace."""
@@ -39,6 +47,10 @@ _SENTENCE_START = re.compile(r"([-+*])\1*|[{}]|(?:\d+|\[\s*[\w']+\s*\])\s*:\s*\{
 """Sentences without a final '.': bullets, braces, a goal selector with a brace (``2: {``)."""
 _IMPORT = re.compile(r"^\s*(?:From\s+\S+\s+)?(?:Require|Import|Export|Open\s+Scope)\b")
 """Setup sentences that the fallback statement check issues again inside its fresh module."""
+ANSWER_MARK = "embodia-answer-follows"
+"""Printed before a query's sentence when coqc answers it (gui), so the script's own output is skipped."""
+GUI_WINDOW = (1280, 800)
+"""CoqIDE's window size on the sandbox's display (its default is 800x600)."""
 EXPECTED = "embodia_expected_statement"
 """The constant that holds a task's statement, elaborated before the agent's sentences."""
 _WARNING = re.compile(r'File "[^"\n]*", line \d+, characters \d+-\d+:\nWarning:.*?\n\[[\w,.-]+\]\n?', re.S)
@@ -158,8 +170,9 @@ class Coq(Program):
     """coqtop driven sentence by sentence (see the module docstring)."""
 
     domain: ClassVar[str] = "coq"
-    executables: ClassVar[tuple[str, ...]] = ("coqtop", "coqc")
-    apt_packages: ClassVar[str] = "coq"
+    executables: ClassVar[tuple[str, ...]] = ("coqtop", "coqc", "coqide")
+    apt_packages: ClassVar[str] = "coq coqide"
+    gui_application: ClassVar[str | None] = "coqide"
     QUERIES: ClassVar[dict[str, str]] = QUERIES
     _stdlib: ClassVar[set[tuple[str, ...]] | None] = None
 
@@ -171,6 +184,9 @@ class Coq(Program):
         self._checks = 0
         self.trusted = 0
         """Sentences of the script that the task's setup put there (the agent's come after them)."""
+        self.setup: list[str] = []
+        """Those sentences (on the gui interface the agent edits the file, so they are kept apart)."""
+        self.gui: Any = None
 
     # --------------------------------------------------------------------------------------------- life
     def start(self) -> None:
@@ -180,16 +196,39 @@ class Coq(Program):
             Coq._stdlib = {
                 path.relative_to(theories).with_suffix("").parts for path in theories.rglob("*.vo")
             }
+        if self.interface == "gui":
+            return  # CoqIDE opens proof.v once the setup's sentences are in it (setup_done)
         self.repl = Repl(self.sandbox, ["coqtop", "-emacs", "-q"], r"</prompt>", name="coqtop")
         self.prompt = self._prompt(self.repl.read_until_prompt(self.timeout))
         self._write()
 
     def setup_done(self) -> None:
         self.trusted = len(self.script)
+        self.setup = list(self.script)
+        if self.interface == "gui":
+            self._write()
+            self._start_gui()
+
+    def _start_gui(self) -> None:
+        self.gui = self.sandbox.spawn(["coqide", SCRIPT], stdin=None, stdout=None)
+        deadline = time.monotonic() + max(self.timeout, 40.0)
+        while time.monotonic() < deadline:
+            if self.gui.poll() is not None:
+                raise ProgramCrashedError(f"coqide exited while starting (status {self.gui.returncode})")
+            if "[frame] CoqIDE" in self.sandbox.a11y_tree(self.gui_application, max_lines=5):
+                self.sandbox.xdotool(
+                    "search", "--name", "CoqIDE", "windowsize", *map(str, GUI_WINDOW), timeout=self.timeout
+                )
+                time.sleep(1.0)  # let the editor lay out at its new size
+                return
+            time.sleep(0.5)
+        raise ProgramHungError("coqide did not show its window within the time limit")
 
     def close(self) -> None:
         if self.repl is not None and self.repl.process.poll() is None:
             self.sandbox.kill(self.repl.process, grace=1.0)
+        if self.gui is not None and self.gui.poll() is None:
+            self.sandbox.kill(self.gui, grace=1.0)
 
     # ---------------------------------------------------------------------------------------- interface
     def command(self, text: str) -> str:
@@ -199,6 +238,9 @@ class Coq(Program):
             return f"error: {error}; nothing was sent (every sentence ends with '.')"
         if not sentences:
             return "error: no Coq sentence in the command"
+        if self.interface == "gui":  # only the task's setup sends commands here: they open proof.v
+            self.script.extend(sentences)
+            return ""
         outputs = []
         for index, sentence in enumerate(sentences):
             answer, accepted = self._send(sentence)
@@ -243,6 +285,8 @@ class Coq(Program):
 
     # ------------------------------------------------------------------------------------------ queries
     def query(self, name: str, args: dict[str, Any]) -> Any:
+        if self.interface == "gui":
+            self._read_saved()
         if name == "proof_complete":
             (theorem,) = self.require(name, args, "theorem")
             result = self._compile(f"Print Assumptions {self._ident(theorem)}.")
@@ -253,7 +297,7 @@ class Coq(Program):
             return self._statement_is(self._ident(theorem), statement)
         if name == "defined":
             (ident,) = self.require(name, args, "name")
-            answer, _ = self._send(f"Locate {self._ident(ident)}.")
+            answer, _ = self._ask(f"Locate {self._ident(ident)}.")
             return re.search(r"^(?:Constant|Inductive|Constructor)\s", answer, re.M) is not None
         if name == "compute":
             (expression,) = self.require(name, args, "expression")
@@ -263,7 +307,7 @@ class Coq(Program):
                 raise QueryError(f"coq: compute: bad expression {expression!r} ({error})") from None
             if len(sentences) != 1:
                 raise QueryError(f"coq: compute: {expression!r} must be one term")
-            answer, accepted = self._send(sentences[0])
+            answer, accepted = self._ask(sentences[0])
             if not accepted:
                 raise QueryError(f"coq: compute {expression!r} failed: {' '.join(answer.split())[-200:]}")
             value = re.split(r"\n\s*: ", answer.strip())[0]
@@ -271,6 +315,24 @@ class Coq(Program):
         return super().query(name, args)
 
     # ---------------------------------------------------------------------------------------- internals
+    def _read_saved(self) -> None:
+        """gui: the script is the proof.v the agent saved from CoqIDE (a sentence left unfinished keeps
+        the whole text, which then does not compile)."""
+        text = (self.sandbox.workspace / SCRIPT).read_text(encoding="utf-8", errors="replace")
+        try:
+            self.script, _ = split_sentences(text)
+        except IncompleteSentence:
+            self.script = [text]
+
+    def _ask(self, sentence: str) -> tuple[str, bool]:
+        """One sentence's answer after the script: from the live coqtop (api), or from coqc compiling
+        the saved script followed by it (gui)."""
+        if self.interface != "gui":
+            return self._send(sentence)
+        result = self._compile(f'Goal True. idtac "{ANSWER_MARK}". Abort.\n{sentence}')
+        answer = _WARNING.sub("", result.stdout).rsplit(ANSWER_MARK, 1)[-1]
+        return answer.strip("\n"), result.returncode == 0
+
     def _send(self, sentence: str) -> tuple[str, bool]:
         """Send one sentence; (its answer, whether Coq accepted it: the prompt's state number moved)."""
         if self.repl is None:
@@ -311,6 +373,8 @@ class Coq(Program):
             f"let S := eval cbv delta [{EXPECTED}] in {EXPECTED} in constr_eq T S.\nAbort."
         )
         setup, agent = self.script[: self.trusted], self.script[self.trusted :]
+        if setup != self.setup:
+            return False  # the agent edited the task's own sentences (gui): the statement's context is gone
         if self._compile(compare, before=[*setup, expected], after=agent).returncode == 0:
             return True
         if self._compile("", before=[*setup, expected], after=[]).returncode == 0:

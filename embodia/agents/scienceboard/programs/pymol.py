@@ -15,6 +15,14 @@ Refused (:meth:`PyMOL.refuse`): anything that is not one whitelisted command (:d
 one line (``;`` or line breaks), ``load`` / ``save`` of anything but a structure file inside the workspace,
 and ``alter`` / ``label`` expressions that use more than atom properties, literals and arithmetic.
 
+GUI interface: PyMOL's own Qt program (Debian's ``pymol``) on the sandbox's display; the agent types PyMOL
+commands into the ``PyMOL>`` command line (it has the focus at start) and presses Return, or uses the menus,
+buttons and the object panel. The same channel is served from inside that program (see
+:mod:`~embodia.agents.scienceboard.programs.pymol_server`), so the setup and the checkers work on the state the
+agent sees. Text the agent types meets the same text rules as api commands, but keys pressed one at a time and
+the menus (File > Run Script, the plugin manager) do not, and the command line takes Python: on this
+interface the sandbox is the boundary.
+
 Queries (:data:`QUERIES`) read PyMOL's state; a selection or object that does not exist answers None.
 """
 
@@ -36,6 +44,13 @@ from embodia.agents.scienceboard.sandbox import SYSTEM_PYTHON, ProgramCrashedErr
 
 SERVER = Path(__file__).with_name("pymol_server.py")
 START_TIMEOUT = 60.0
+PYMOL_DATA = "/usr/share/pymol/data"
+"""Debian's PyMOL data (demo structures, fragments), as its ``pymol`` wrapper sets it."""
+GUI_SETTLE = 1.0
+"""Seconds the GUI gets to redraw after the task's setup, before the agent's first screenshot."""
+GUI_WINDOW = ("-W", "1000", "-H", "560")
+"""The GUI window's viewer size in pixels: with the command line, menus and the object panel it fits the
+sandbox's display."""
 
 QUERIES: dict[str, str] = {
     "object_names": "sorted names of the loaded objects (molecules, measurements); no args",
@@ -169,27 +184,60 @@ class PyMOL(Program):
     domain: ClassVar[str] = "pymol"
     executables: ClassVar[tuple[str, ...]] = ("pymol",)
     apt_packages: ClassVar[str] = "pymol"
+    gui_application: ClassVar[str | None] = "PyMOL"
     QUERIES: ClassVar[dict[str, str]] = QUERIES
 
     process: subprocess.Popen | None = None
     _buffer = b""
 
     def start(self) -> None:
-        self.process = self.sandbox.spawn(
-            [SYSTEM_PYTHON, "-I", str(SERVER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={"OMP_NUM_THREADS": "1", "PYMOL_NO_SPLASH": "1"},
-        )
-        ready = self._read_answer(max(START_TIMEOUT, self.timeout))
+        env = {"OMP_NUM_THREADS": "1", "PYMOL_NO_SPLASH": "1"}
+        if self.interface == "gui":  # PyMOL's Qt program, the channel served from inside it
+            # run in a namespace of its own: a script given to PyMOL runs in PyMOL's, where its names
+            # (setting, distance, ...) would replace PyMOL's own and break the command line's Python
+            start = f"/import runpy; runpy.run_path({str(SERVER)!r}, run_name='embodia_pymol_channel')"
+            argv = [SYSTEM_PYTHON, "-I", "-m", "pymol.__init__", "-q", *GUI_WINDOW, "-d", start]
+            env |= {"EMBODIA_PYMOL_GUI": "1", "PYMOL_DATA": PYMOL_DATA}
+        else:
+            argv = [SYSTEM_PYTHON, "-I", str(SERVER)]
+        self.process = self.sandbox.spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        ready = self._read_answer(max(START_TIMEOUT, self.timeout), startup=True)
         if not ready.get("ready"):
             raise ProgramCrashedError(f"pymol: unexpected first answer {ready!r}")
+        if self.interface == "gui":
+            self._wait_for_window()
+
+    def _wait_for_window(self) -> None:
+        """Until the command line is on screen (PyMOL runs the channel's script before it maps its
+        window; keys sent earlier go nowhere)."""
+        deadline = time.monotonic() + max(START_TIMEOUT, self.timeout)
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise ProgramCrashedError(f"pymol exited at start (status {self.process.returncode})")
+            found = re.search(
+                r"\[label\] PyMOL> \((\d+),(\d+) (\d+)x(\d+)\)",
+                self.sandbox.a11y_tree(self.gui_application, max_lines=80),
+            )
+            if found:  # give the command line the keyboard focus, as a user's first click would
+                x, y, width, height = map(int, found.groups())
+                where = [str(x + width + 200), str(y + height // 2)]
+                self.sandbox.xdotool("mousemove", *where, "click", "1", timeout=self.timeout)
+                return
+            time.sleep(0.5)
+        raise ProgramHungError("pymol's window did not come up on the display in time")
+
+    def setup_done(self) -> None:
+        if self.interface == "gui":
+            time.sleep(GUI_SETTLE)  # the setup's objects reach the viewer and the object panel on a redraw
 
     # ------------------------------------------------------------------------------------------ channel
-    def _read_answer(self, timeout: float) -> dict[str, Any]:
+    def _read_answer(self, timeout: float, startup: bool = False) -> dict[str, Any]:
+        """The next answer line; at ``startup``, the lines the GUI program prints before it are skipped."""
         assert self.process is not None and self.process.stdout is not None
         fd = self.process.stdout.fileno()
         deadline = time.monotonic() + timeout
+        while startup and b"\n" in self._buffer and not self._buffer.startswith(b"{"):
+            self._buffer = self._buffer.split(b"\n", 1)[1]
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -205,6 +253,8 @@ class PyMOL(Program):
                 self.process.wait(timeout=5)
                 raise ProgramCrashedError(f"pymol exited (status {self.process.returncode})")
             self._buffer += chunk
+            while startup and b"\n" in self._buffer and not self._buffer.startswith(b"{"):
+                self._buffer = self._buffer.split(b"\n", 1)[1]
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             return json.loads(line)

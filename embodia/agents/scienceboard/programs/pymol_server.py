@@ -14,6 +14,11 @@ PyMOL prints from C and from Python to file descriptor 1; that descriptor is poi
 file (read back after each command as its feedback), and answers go to a private duplicate of the original
 stdout, so nothing PyMOL prints can corrupt the channel. Untrusted commands are screened by the parent
 (``PyMOL.refuse``) before they get here.
+
+On the gui interface the same file runs inside PyMOL's Qt program (``python3 -m pymol.__init__ -q
+pymol_server.py`` with ``EMBODIA_PYMOL_GUI=1``): the channel is served from a thread of the GUI process and
+works on the GUI's own ``cmd``, so the task's setup and the checkers' queries see exactly what the agent
+sees on the screen. PyMOL's startup lines that precede ``{"ready": true}`` on stdout are not answers.
 """
 
 from __future__ import annotations
@@ -46,12 +51,19 @@ os.dup2(_CAPTURE, 1)
 sys.stdout = os.fdopen(1, "w", encoding="utf-8", buffering=1, closefd=False)
 _LIBC = ctypes.CDLL(None)
 
-import pymol2  # noqa: E402 - after the redirection, so that its prints land in the scratch file
-from pymol import CmdException  # noqa: E402
+GUI = os.environ.get("EMBODIA_PYMOL_GUI") == "1"
+"""Whether this runs inside PyMOL's GUI program (else it starts a headless PyMOL of its own)."""
 
-_PYMOL = pymol2.PyMOL()
-_PYMOL.start()
-cmd = _PYMOL.cmd
+from pymol import CmdException  # noqa: E402 - after the redirection, so that its prints land in the scratch file
+
+if GUI:
+    from pymol import cmd  # noqa: E402 - the GUI's own PyMOL
+else:
+    import pymol2  # noqa: E402
+
+    _PYMOL = pymol2.PyMOL()
+    _PYMOL.start()
+    cmd = _PYMOL.cmd
 SCRATCH = "_embodia_scratch"
 
 
@@ -61,7 +73,8 @@ def _drain() -> str:
     size = os.fstat(_CAPTURE).st_size
     text = os.pread(_CAPTURE, size, 0).decode("utf-8", "replace") if size else ""
     os.ftruncate(_CAPTURE, 0)
-    cmd._get_feedback()  # PyMOL also queues its feedback; drop the copy
+    if not GUI:  # the GUI shows PyMOL's queued feedback in its output panel; headless, drop the copy
+        cmd._get_feedback()
     return text
 
 
@@ -277,7 +290,13 @@ def main() -> None:
         _ANSWERS.write(json.dumps(answer, default=str) + "\n")
         if answer.get("quit"):
             break
+    if GUI:
+        cmd.quit()
 
 
-if __name__ == "__main__":
+if GUI:  # PyMOL runs this file as a script once its window is up; the channel must not block the GUI
+    import threading
+
+    threading.Thread(target=main, name="embodia-channel", daemon=True).start()
+elif __name__ == "__main__":
     main()
