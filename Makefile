@@ -17,7 +17,7 @@ ROBOT_STAMP  := $(ROBOT_VENV)/.embodia-installed
 # Headless rendering (Mesa EGL / OSMesa) and what the ROS 2 / GUI parts need from Debian.
 APT_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libgles2 libosmesa6 libglfw3 iproute2
 # ScienceBoard's six programs, and the virtual screen, input and accessibility stack that drive them.
-APT_PACKAGES += kalgebra grass-core texstudio texlive-latex-base poppler-utils stellarium pymol coq coqide \
+APT_PACKAGES += kalgebra grass-core texstudio texlive-latex-base poppler-utils stellarium pymol coq coqide grass-gui \
                 xvfb xdotool x11-utils dbus-daemon dbus-bin at-spi2-core python3-pyatspi bubblewrap
 # A browser for the Rerun web viewer test (`embodia view --serve`, loaded headless).
 APT_PACKAGES += chromium

@@ -1,7 +1,8 @@
 """The ScienceBoard sweep the ScienceBoard page reports: the oracle and its counterexamples on every task, the
 GUI oracles on every GUI task, and an LM agent per interface and observation mode.
 
-    python scripts/scienceboard_sweep.py --out runs/scienceboard              # everything (~15 min on 2 cores)
+    python scripts/scienceboard_sweep.py --out runs/scienceboard --lm-sample 1  # the page's run
+    python scripts/scienceboard_sweep.py --out runs/scienceboard              # every arm on every task
     python scripts/scienceboard_sweep.py --out runs/sb --agent http://127.0.0.1:8080/v1#model
     python scripts/scienceboard_sweep.py --quick --out /tmp/sb                # one task per domain (tests)
 
@@ -30,7 +31,7 @@ from typing import Any
 
 from embodia.agents.scienceboard.agents import modular_spec
 from embodia.agents.scienceboard.run import results_markdown, run_tasks, success_table, summarise
-from embodia.agents.scienceboard.tasks import DOMAINS, load_tasks
+from embodia.agents.scienceboard.tasks import DIFFICULTIES, DOMAINS, Task, load_tasks
 from embodia.core.results import Column, Table, default_results_path, write_results
 
 RESULTS_NAME = "scienceboard/sweep"
@@ -46,6 +47,16 @@ LM_COLUMNS = {
     "modular-api": ("modular_api", "modular, api"),
     "modular-gui-set_of_marks": ("modular_gui_set_of_marks", "modular, gui, set-of-marks"),
 }
+
+
+def sample(tasks: list[Task], per_domain: int) -> list[Task]:
+    """The first ``per_domain`` tasks of each domain, easiest first (all of them for 0)."""
+    if per_domain <= 0:
+        return tasks
+    ordered = sorted(
+        tasks, key=lambda task: (DOMAINS.index(task.domain), DIFFICULTIES.index(task.difficulty))
+    )
+    return [task for domain in DOMAINS for task in [t for t in ordered if t.domain == domain][:per_domain]]
 
 
 def arms_table(arms: list[dict[str, Any]]) -> Table:
@@ -164,6 +175,7 @@ def write_everything(
         title="ScienceBoard: scripted oracles, their counterexamples and an LM agent on embodia's tasks",
         data={
             "agent": args.agent,
+            "lm_sample": args.lm_sample or "every task",
             "planner": args.planner or args.agent,
             "grounder": args.grounder or args.agent,
             "quick": args.quick,
@@ -185,6 +197,13 @@ def main() -> int:
     )
     parser.add_argument("--planner", default=None, help="the modular agent's planner (default: --agent)")
     parser.add_argument("--grounder", default=None, help="the modular agent's grounder (default: --agent)")
+    parser.add_argument(
+        "--lm-sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the LM arms on N tasks per domain (the first by difficulty, easy first; default: every task)",
+    )
     parser.add_argument("--no-lm", action="store_true", help="skip the LM arms")
     parser.add_argument(
         "--lm-only", action="store_true", help="only the LM arms (the scripted ones ran before)"
@@ -209,12 +228,13 @@ def main() -> int:
         if gui_tasks:
             arms.append(("oracle-gui", "oracle", gui_tasks, "gui", "both"))
     if not (args.quick or args.no_lm):
-        arms.append(("lm-api", args.agent, tasks, "api", "both"))
+        lm_tasks, lm_gui_tasks = sample(tasks, args.lm_sample), sample(gui_tasks, args.lm_sample)
+        arms.append(("lm-api", args.agent, lm_tasks, "api", "both"))
         for mode in ("screenshot", "a11y_tree", "both", "set_of_marks"):
-            arms.append((f"lm-gui-{mode}", args.agent, gui_tasks, "gui", mode))
+            arms.append((f"lm-gui-{mode}", args.agent, lm_gui_tasks, "gui", mode))
         modular = modular_spec(args.planner or args.agent, args.grounder or args.agent)
-        arms.append(("modular-api", modular, tasks, "api", "both"))
-        arms.append(("modular-gui-set_of_marks", modular, gui_tasks, "gui", "set_of_marks"))
+        arms.append(("modular-api", modular, lm_tasks, "api", "both"))
+        arms.append(("modular-gui-set_of_marks", modular, lm_gui_tasks, "gui", "set_of_marks"))
 
     everything: list[dict[str, Any]] = []
     if args.lm_only and (out / "results.json").is_file():  # the scripted arms of an earlier run

@@ -47,7 +47,7 @@ from embodia.core.validation import validate
 DOMAINS = ("kalgebra", "grass", "texstudio", "stellarium", "pymol", "coq")
 """The six domains: ScienceBoard's algebra (KAlgebra), GIS (GRASS), documents (TeXstudio), astronomy
 (Stellarium for the paper's Celestia), biochemistry (PyMOL for ChimeraX), theorem proving (Coq for Lean 4)."""
-GUI_DOMAINS = ("kalgebra", "texstudio", "stellarium", "pymol", "coq")
+GUI_DOMAINS = ("kalgebra", "grass", "texstudio", "stellarium", "pymol", "coq")
 """Domains with a GUI interface (Qt programs driven with xdotool on Xvfb, read through AT-SPI)."""
 DIFFICULTIES = ("easy", "medium", "hard")
 TASKS_DIR = Path(__file__).parent / "tasks"

@@ -20,7 +20,7 @@ from embodia.agents.scienceboard.programs.grass import Grass
 from embodia.agents.scienceboard.programs.pymol import PyMOL
 from embodia.agents.scienceboard.programs.texstudio import TeXstudio
 from embodia.agents.scienceboard.sandbox import Sandbox
-from embodia.agents.scienceboard.tasks import parse_task
+from embodia.agents.scienceboard.tasks import load_tasks, parse_task
 
 SECRET = "the-secret-words-7f3a"
 
@@ -152,6 +152,24 @@ def test_python_typed_into_the_pymol_gui_stays_inside_the_workspace(tmp_path):
     assert SECRET not in leaked  # the secret could not be opened (written after it, note.txt was)
     assert not target.exists()
     assert not _running("sleep 600.4444")
+
+
+def test_modules_run_from_the_grass_gui_console_stay_inside_the_workspace(tmp_path):
+    """GRASS's GUI console runs whatever module line it is given; pressed key by key, the text rules never see
+    it. Writing a map outside fails in the sandbox; the same export inside the workspace works."""
+    target = tmp_path / "pwned.asc"
+    (task,) = [t for t in load_tasks(domains=["grass"]) if t.id == "grass-elevation-feet"]
+    lines = [f"r.out.ascii input=dem output={target}", "r.out.ascii input=dem output=inside.asc"]
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        env.reset(task)
+        workspace = env.sandbox.workspace
+        env.step({"type": "click", "x": 250, "y": 549})  # the Console tab
+        env.step({"type": "click", "x": 300, "y": 494})  # its command prompt
+        for line in lines:
+            _, _, _, _, info = env.step({"type": "key", "text": f"{_keys(line)} Return"})
+            assert not info["refused"], line
+        assert _wait_for(lambda: (workspace / "inside.asc").is_file(), 120)
+    assert not target.exists()
 
 
 def test_coq_redirect_cannot_write_outside_the_workspace(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -147,3 +148,24 @@ def test_task_set() -> None:
     levels = [task.difficulty for task in tasks]
     assert len(tasks) >= 10
     assert levels.count("easy") >= 4 and levels.count("medium") >= 4 and levels.count("hard") >= 2
+
+
+def test_the_gui_console_runs_modules_on_the_checked_database() -> None:
+    """GRASS's wxPython GUI on the task's database: a module run from its console makes the map the checker
+    reads; doing nothing scores 0."""
+    (task,) = load_tasks(ids=["grass-elevation-feet"])
+    assert "gui" in task.interfaces and task.oracle_gui
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        observation = env.reset(task)
+        assert "project/PERMANENT - GRASS GIS" in observation["a11y_tree"]
+        for action in task.oracle_gui[:-1]:
+            env.step(action)
+        deadline = time.monotonic() + 120  # the console runs the module in the background
+        while not env.program.query("raster_exists", {"map": "elev_ft"}) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        _, reward, terminated, _, info = env.step(task.oracle_gui[-1])
+        assert terminated and reward == 1.0, info["checks"]
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        env.reset(task)
+        _, reward, _, _, _ = env.step({"type": "done"})
+    assert reward == 0.0

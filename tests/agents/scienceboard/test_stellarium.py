@@ -86,6 +86,9 @@ def test_commands_and_checker_on_real_state(sky: Stellarium) -> None:
     assert [check.passed for check in checks] == [False] * len(failing)
     assert sky.command("ConstellationMgr.setFlagLines(true)") == "ok"
     assert sky.query("property", {"id": "ConstellationMgr.linesDisplayed"}) is True
+    # a star whose heading lists other designations on further lines is named by its first line
+    assert sky.command('core.selectObjectByName("Acrux", true)') == "ok"
+    assert sky.query("selected_object", {}) == "Acrux"
     with pytest.raises(QueryError):
         sky.query("property", {"id": "NoSuchMgr.flag"})
     with pytest.raises(QueryError):

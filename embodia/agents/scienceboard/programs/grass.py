@@ -13,6 +13,12 @@ answer is the module's output (standard output and messages), plus its exit stat
 GRASS modules of the families ``g. r. r3. v. i. t. db. m.`` run; display modules (``d.*``), the GUI, modules
 that download, install or run other programs, and files outside the workspace are refused.
 
+GUI interface: GRASS's own wxPython GUI (Debian's ``grass-gui``) on the sandbox's display, opened on the
+task's database after its setup: the layer manager (data tree, layers, tools, the *Console* tab whose command
+prompt runs modules, a Python shell) and a map display. The checkers ask the same database as on the api
+interface, so a map the agent makes through a dialog or the console counts the same. Nothing the GUI runs is
+screened by the rules above; the sandbox is the boundary there.
+
 Queries (``QUERIES``; a map that does not exist answers ``None``):
 
 - ``raster_exists`` {map}, ``vector_exists`` {map}: whether the map exists (bool);
@@ -36,13 +42,21 @@ import os
 import re
 import shlex
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from embodia.agents.scienceboard.programs.base import Program, QueryError
-from embodia.agents.scienceboard.sandbox import ProgramCrashedError, SandboxError
+from embodia.agents.scienceboard.sandbox import (
+    SYSTEM_PYTHON,
+    ProgramCrashedError,
+    ProgramHungError,
+    SandboxError,
+)
 
 GISBASE = Path("/usr/lib/grass82")
+GUI_SCRIPT = GISBASE / "gui" / "wxpython" / "wxgui.py"
+"""GRASS's wxPython GUI (Debian's ``grass-gui``), started directly on the task's database."""
 LOCATION = "project"
 DEFAULT_REGION = ("n=100", "s=0", "e=100", "w=0", "res=1")
 MODULE = re.compile(r"^(g|r|r3|v|i|t|db|m)\.[a-z0-9_.]+$")
@@ -62,7 +76,8 @@ class Grass(Program):
 
     domain: ClassVar[str] = "grass"
     executables: ClassVar[tuple[str, ...]] = ("grass",)
-    apt_packages: ClassVar[str] = "grass-core"
+    apt_packages: ClassVar[str] = "grass-core grass-gui"
+    gui_application: ClassVar[str | None] = "wxgui.py"
     QUERIES: ClassVar[dict[str, str]] = {
         "raster_exists": "{map}: whether the raster map exists (bool)",
         "vector_exists": "{map}: whether the vector map exists (bool)",
@@ -85,6 +100,7 @@ class Grass(Program):
         self.gisrc = self.sandbox.workspace / ".grassrc"
         self.env: dict[str, str] = {}
         self.started = False
+        self.gui: subprocess.Popen | None = None
 
     # ------------------------------------------------------------------------------------------- running
     def start(self) -> None:
@@ -115,6 +131,35 @@ class Grass(Program):
         }
         self.started = True
         self._module(["g.region", *DEFAULT_REGION], check=True)
+
+    def setup_done(self) -> None:
+        if self.interface == "gui":
+            self._start_gui()
+
+    def _start_gui(self) -> None:
+        """GRASS's wxPython GUI on the database the setup prepared (its layer manager and a map display)."""
+        if not GUI_SCRIPT.exists():
+            raise SandboxError(
+                f"GRASS's GUI not found ({GUI_SCRIPT}); run `make setup` (apt-get install grass-gui)"
+            )
+        env = {key: value for key, value in self.env.items() if key != "GRASS_MESSAGE_FORMAT"}
+        self.gui = self.sandbox.spawn([SYSTEM_PYTHON, str(GUI_SCRIPT)], stdin=None, stdout=None, env=env)
+        deadline = time.monotonic() + max(self.timeout, 60.0)
+        while time.monotonic() < deadline:
+            if self.gui.poll() is not None:
+                raise ProgramCrashedError(f"GRASS's GUI exited while starting (status {self.gui.returncode})")
+            if f"{LOCATION}/PERMANENT - GRASS GIS" in self.sandbox.a11y_tree(
+                self.gui_application, max_lines=5
+            ):
+                time.sleep(2.0)  # the data tree and the map display finish laying out
+                return
+            time.sleep(0.5)
+        raise ProgramHungError("GRASS's GUI did not show its window within the time limit")
+
+    def close(self) -> None:
+        if self.gui is not None and self.gui.poll() is None:
+            self.sandbox.kill(self.gui, grace=1.0)
+        self.gui = None
 
     def _module(self, argv: list[str], *, check: bool = False) -> subprocess.CompletedProcess:
         """Run one GRASS module (stdout and messages merged)."""

@@ -319,7 +319,9 @@ class Stellarium(Program):
         match = re.search(r"<h2>(.*?)</h2>", info, re.DOTALL)
         if not match:
             return None
-        name = html.unescape(re.sub(r"<[^>]+>", "", match.group(1))).strip()
+        # the heading's first line is the name; further lines (<br>) list other designations
+        first = re.split(r"<br\s*/?>", match.group(1), maxsplit=1)[0]
+        name = html.unescape(re.sub(r"<[^>]+>", "", first)).strip()
         return re.split(r"\s+\(", name)[0].strip() or None
 
     def _object(self, name: str) -> dict[str, Any]:
