@@ -103,7 +103,7 @@ def test_pymol_running_python_stays_inside_the_workspace(tmp_path):
 KEY_NAMES = {
     " ": "space", "(": "parenleft", ")": "parenright", "'": "apostrophe", ",": "comma", ".": "period",
     "+": "plus", "-": "minus", "_": "underscore", "[": "bracketleft", "]": "bracketright", "/": "slash",
-    "=": "equal", ":": "colon",
+    "=": "equal", ":": "colon", "\\": "backslash", "{": "braceleft", "}": "braceright", '"': "quotedbl",
 }  # fmt: skip
 
 
@@ -169,6 +169,76 @@ def test_modules_run_from_the_grass_gui_console_stay_inside_the_workspace(tmp_pa
             _, _, _, _, info = env.step({"type": "key", "text": f"{_keys(line)} Return"})
             assert not info["refused"], line
         assert _wait_for(lambda: (workspace / "inside.asc").is_file(), 120)
+    assert not target.exists()
+
+
+def test_a_redirect_typed_into_coqide_cannot_write_outside_the_workspace(tmp_path):
+    """CoqIDE runs whatever the buffer holds when the agent steps through it (ctrl+End)."""
+    target = tmp_path / "pwned"
+    (task,) = [t for t in load_tasks(domains=["coq"]) if t.id == "coq-add-zero-right"]
+    script = f'Redirect "{target}" Print nat. Redirect "inside" Print nat.'
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        env.reset(task)
+        workspace = env.sandbox.workspace
+        env.step({"type": "click", "x": 300, "y": 400})  # the script buffer
+        _, _, _, _, info = env.step({"type": "key", "text": f"ctrl+End Return {_keys(script)} ctrl+End"})
+        assert not info["refused"]
+        assert _wait_for(lambda: (workspace / "inside.out").is_file(), 120)
+    assert not Path(f"{target}.out").exists()
+
+
+def test_tex_typed_into_texstudio_cannot_write_outside_the_workspace(tmp_path):
+    """TeXstudio compiles what the editor holds (F6); \\openout to an absolute path stays inside."""
+    target = tmp_path / "pwned.tex"
+    (task,) = [t for t in load_tasks(domains=["texstudio"]) if t.id == "texstudio-add-section"]
+    line = (
+        "\\immediate\\openout6=inside.txt\\immediate\\write6{y}\\immediate\\closeout6"
+        f"\\immediate\\openout5={target}\\immediate\\write5{{x}}\\immediate\\closeout5"
+    )
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        env.reset(task)
+        workspace = env.sandbox.workspace
+        env.step({"type": "click", "x": 760, "y": 300})  # the editor
+        _, _, _, _, info = env.step({"type": "key", "text": f"ctrl+End Up Home {_keys(line)} Return"})
+        assert not info["refused"]
+        env.step({"type": "key", "text": "F6"})  # build: TeXstudio saves and runs pdflatex
+        assert _wait_for(lambda: (workspace / "inside.txt").is_file(), 180)
+    assert not target.exists()
+
+
+def test_kalgebra_save_dialog_cannot_write_outside_the_workspace(tmp_path):
+    """KAlgebra's Save Script file dialog, given an absolute path key by key; then the same dialog with a
+    name in the workspace, which lands (so the first save was handled before it)."""
+    target = tmp_path / "pwned.kal"
+    task = parse_task(
+        {
+            "id": "kalgebra-boundary-gui",
+            "domain": "kalgebra",
+            "difficulty": "easy",
+            "instruction": "boundary test",
+            "interfaces": ["gui"],
+            "max_steps": 60,
+            "evaluate": [{"query": "variables", "op": "true"}],
+            "oracle": [{"type": "done"}],
+            "oracle_gui": [{"type": "done"}],
+            "wrong": [{"type": "done"}],
+        },
+        "test",
+    )
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        env.reset(task)
+        sandbox = env.sandbox
+        tree = lambda: sandbox.a11y_tree("kalgebra", max_lines=3000)  # noqa: E731
+        env.step({"type": "type", "text": "r:=3"})
+        env.step({"type": "key", "text": "Return"})
+        for name in (str(target), "inside.kal"):
+            env.step({"type": "click", "x": 126, "y": 11})  # the Calculator menu
+            assert _wait_for(lambda: "Save Script..." in tree())
+            env.step({"type": "click", "x": 212, "y": 84})  # Save Script...
+            assert _wait_for(lambda: "[dialog]" in tree())
+            _, _, _, _, info = env.step({"type": "key", "text": f"ctrl+a {_keys(name)} Return"})
+            assert not info["refused"]
+        assert _wait_for(lambda: (sandbox.workspace / "inside.kal").is_file(), 120)
     assert not target.exists()
 
 
