@@ -103,7 +103,7 @@ def test_pymol_running_python_stays_inside_the_workspace(tmp_path):
 KEY_NAMES = {
     " ": "space", "(": "parenleft", ")": "parenright", "'": "apostrophe", ",": "comma", ".": "period",
     "+": "plus", "-": "minus", "_": "underscore", "[": "bracketleft", "]": "bracketright", "/": "slash",
-    "=": "equal", ":": "colon", "\\": "backslash", "{": "braceleft", "}": "braceright", '"': "quotedbl",
+    "=": "equal", ":": "colon", ";": "semicolon", "\\": "backslash", "{": "braceleft", "}": "braceright", '"': "quotedbl",
 }  # fmt: skip
 
 
@@ -240,6 +240,39 @@ def test_kalgebra_save_dialog_cannot_write_outside_the_workspace(tmp_path):
             assert not info["refused"]
         assert _wait_for(lambda: (sandbox.workspace / "inside.kal").is_file(), 120)
     assert not target.exists()
+
+
+def test_a_script_run_from_stellariums_console_cannot_write_outside_the_workspace(tmp_path):
+    """Stellarium's GUI script console (F12) runs any script; screenshots are taken in order, so once the
+    second (into the workspace) exists, the first would have been written."""
+    task = parse_task(
+        {
+            "id": "stellarium-boundary-gui",
+            "domain": "stellarium",
+            "difficulty": "easy",
+            "instruction": "boundary test",
+            "interfaces": ["gui"],
+            "max_steps": 20,
+            "evaluate": [{"query": "fov", "op": "true"}],
+            "oracle": [{"type": "done"}],
+            "oracle_gui": [{"type": "done"}],
+            "wrong": [{"type": "done"}],
+        },
+        "test",
+    )
+    script = (
+        f'core.screenshot("pwned", false, "{tmp_path}/", true); core.screenshot("kept", false, "", true);'
+    )
+    with ScienceBoardEnv("gui", observation="a11y_tree") as env:
+        env.reset(task)
+        sandbox = env.sandbox
+        env.step({"type": "key", "text": "F12"})  # the script console, its editor focused
+        assert _wait_for(lambda: "Script console" in sandbox.a11y_tree("stellarium", max_lines=3000))
+        _, _, _, _, info = env.step({"type": "key", "text": _keys(script)})
+        assert not info["refused"]
+        env.step({"type": "click", "x": 806, "y": 190})  # run
+        assert _wait_for(lambda: bool(list(sandbox.workspace.rglob("kept*.png"))), 120)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_coq_redirect_cannot_write_outside_the_workspace(tmp_path):
