@@ -18,12 +18,14 @@ def test_run_writes_logs_and_a_results_table_per_domain(tmp_path, capsys):
                 "run",
                 "--agent",
                 "oracle",
-                "--domain",
-                "kalgebra",
-                "--domain",
-                "pymol",
-                "--difficulty",
-                "easy",
+                "--id",
+                "kalgebra-define-variable",
+                "--id",
+                "kalgebra-circle-*",
+                "--id",
+                "pymol-add-*",
+                "--id",
+                "pymol-color-chain",
                 "--out",
                 str(out),
             ]
@@ -31,10 +33,10 @@ def test_run_writes_logs_and_a_results_table_per_domain(tmp_path, capsys):
         == 0
     )
     records = json.loads((out / "results.json").read_text())
-    assert len(records) >= 8 and all(r["success"] for r in records)
+    assert len(records) == 4 and all(r["success"] for r in records)
     assert {r["domain"] for r in records} == {"kalgebra", "pymol"}
     table = (out / "results.md").read_text()
-    assert "| kalgebra | 4/4 (100 %) |" in table and "| all |" in table
+    assert "| kalgebra | 2/2 (100 %) |" in table and "| all | 4/4 (100 %) |" in table
     steps = [
         json.loads(line)
         for line in (out / "kalgebra-define-variable" / "steps.jsonl").read_text().splitlines()
@@ -91,6 +93,8 @@ def test_a_bad_agent_or_selection_is_one_line_and_status_2(tmp_path, capsys):
                 "oracle",
                 "--domain",
                 "coq",
+                "--difficulty",
+                "hard",
                 "--interface",
                 "gui",
                 "--out",
