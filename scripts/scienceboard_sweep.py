@@ -17,7 +17,8 @@ baseline) ``lm-api`` on every task and ``lm-gui-<mode>`` on the GUI tasks for th
 both and set-of-marks observation modes; then the paper's modular agent (``--planner`` says the next step in
 words, ``--grounder`` turns it into an action; both default to ``--agent``) as ``modular-api`` on every task
 and ``modular-gui-set_of_marks`` on the GUI tasks. A text-only model gets nothing from screenshots (the
-prompt says so). ``--lm-only`` keeps the scripted arms' episodes already in ``--out``.
+prompt says so). ``--lm-only`` (with ``--arms`` to pick LM arms) keeps the episodes of the arms it does not
+run from ``--out``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 from embodia.agents.scienceboard.agents import modular_spec
 from embodia.agents.scienceboard.run import results_markdown, run_tasks, success_table, summarise
 from embodia.agents.scienceboard.tasks import DIFFICULTIES, DOMAINS, Task, load_tasks
-from embodia.core.results import Column, Table, default_results_path, write_results
+from embodia.core.results import Column, Table, default_results_path, read_results, write_results
 
 RESULTS_NAME = "scienceboard/sweep"
 #: the scripted arms and the table each one fills
@@ -206,7 +207,12 @@ def main() -> int:
     )
     parser.add_argument("--no-lm", action="store_true", help="skip the LM arms")
     parser.add_argument(
-        "--lm-only", action="store_true", help="only the LM arms (the scripted ones ran before)"
+        "--lm-only",
+        action="store_true",
+        help="only the LM arms; the episodes of every arm not run now are kept from --out's results.json",
+    )
+    parser.add_argument(
+        "--arms", nargs="+", choices=list(LM_COLUMNS), default=None, help="only these LM arms (default: all)"
     )
     parser.add_argument("--workers", type=int, default=1, help="Ray workers for the api arms")
     args = parser.parse_args()
@@ -235,13 +241,18 @@ def main() -> int:
         modular = modular_spec(args.planner or args.agent, args.grounder or args.agent)
         arms.append(("modular-api", modular, lm_tasks, "api", "both"))
         arms.append(("modular-gui-set_of_marks", modular, lm_gui_tasks, "gui", "set_of_marks"))
+        if args.arms:
+            arms = [arm for arm in arms if arm[0] in SCRIPTED_TABLES or arm[0] in args.arms]
 
     everything: list[dict[str, Any]] = []
-    if args.lm_only and (out / "results.json").is_file():  # the scripted arms of an earlier run
-        everything = [
-            r for r in json.loads((out / "results.json").read_text()) if r["arm"] in SCRIPTED_TABLES
-        ]
-    summary = [arm_row(arm, [r for r in everything if r["arm"] == arm], None) for arm in SCRIPTED_TABLES]
+    running = {arm[0] for arm in arms}
+    if args.lm_only and (out / "results.json").is_file():  # the arms of an earlier run not run again
+        everything = [r for r in json.loads((out / "results.json").read_text()) if r["arm"] not in running]
+    kept = list(dict.fromkeys(r["arm"] for r in everything))
+    minutes = {}  # how long the kept arms took, from the results file they were written to
+    if kept and Path(results_path).is_file():
+        minutes = {row["arm"]: row["minutes"] for row in read_results(results_path)["tables"]["arms"]["rows"]}
+    summary = [arm_row(arm, [r for r in everything if r["arm"] == arm], minutes.get(arm)) for arm in kept]
     summary = [row for row in summary if row is not None]
     tables: dict[str, Table] = {}
     for name, agent, selected, interface, observation in arms:
