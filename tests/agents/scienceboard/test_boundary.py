@@ -31,10 +31,14 @@ CHECKS = {
     "coq": {"query": "proof_complete", "op": "true"},
     "grass": {"query": "raster_exists", "args": {"map": "ones"}, "op": "true"},
     "texstudio": {"query": "compiled_fresh", "op": "true"},
+    "kalgebra": {"query": "variables", "op": "true"},
+    "stellarium": {"query": "fov", "op": "true"},
 }
 
 
-def _task(domain: str) -> object:
+def _task(domain: str, gui: bool = False) -> object:
+    """A task of ``domain`` that only runs the program (on the gui interface too, with room for steps)."""
+    extra = {"interfaces": ["gui"], "oracle_gui": [{"type": "done"}], "max_steps": 60} if gui else {}
     return parse_task(
         {
             "id": f"{domain}-boundary",
@@ -44,6 +48,7 @@ def _task(domain: str) -> object:
             "evaluate": [CHECKS[domain]],
             "oracle": [{"type": "done"}],
             "wrong": [{"type": "done"}],
+            **extra,
         },
         "test",
     )
@@ -116,20 +121,7 @@ def test_python_typed_into_the_pymol_gui_stays_inside_the_workspace(tmp_path):
     pressed one at a time do not: the sandbox is what holds."""
     secret, target = tmp_path / "secret.txt", tmp_path / "pwned.txt"
     secret.write_text(SECRET)
-    task = parse_task(
-        {
-            "id": "pymol-boundary-gui",
-            "domain": "pymol",
-            "difficulty": "easy",
-            "instruction": "boundary test",
-            "interfaces": ["gui"],
-            "evaluate": [CHECKS["pymol"]],
-            "oracle": [{"type": "done"}],
-            "oracle_gui": [{"type": "done"}],
-            "wrong": [{"type": "done"}],
-        },
-        "test",
-    )
+    task = _task("pymol", gui=True)
     lines = [
         "import os, subprocess",
         f"stolen_words = open(os.sep + {str(secret)[1:]!r}).read()",
@@ -210,21 +202,7 @@ def test_kalgebra_save_dialog_cannot_write_outside_the_workspace(tmp_path):
     """KAlgebra's Save Script file dialog, given an absolute path key by key; then the same dialog with a
     name in the workspace, which lands (so the first save was handled before it)."""
     target = tmp_path / "pwned.kal"
-    task = parse_task(
-        {
-            "id": "kalgebra-boundary-gui",
-            "domain": "kalgebra",
-            "difficulty": "easy",
-            "instruction": "boundary test",
-            "interfaces": ["gui"],
-            "max_steps": 60,
-            "evaluate": [{"query": "variables", "op": "true"}],
-            "oracle": [{"type": "done"}],
-            "oracle_gui": [{"type": "done"}],
-            "wrong": [{"type": "done"}],
-        },
-        "test",
-    )
+    task = _task("kalgebra", gui=True)
     with ScienceBoardEnv("gui", observation="a11y_tree") as env:
         env.reset(task)
         sandbox = env.sandbox
@@ -245,21 +223,7 @@ def test_kalgebra_save_dialog_cannot_write_outside_the_workspace(tmp_path):
 def test_a_script_run_from_stellariums_console_cannot_write_outside_the_workspace(tmp_path):
     """Stellarium's GUI script console (F12) runs any script; screenshots are taken in order, so once the
     second (into the workspace) exists, the first would have been written."""
-    task = parse_task(
-        {
-            "id": "stellarium-boundary-gui",
-            "domain": "stellarium",
-            "difficulty": "easy",
-            "instruction": "boundary test",
-            "interfaces": ["gui"],
-            "max_steps": 20,
-            "evaluate": [{"query": "fov", "op": "true"}],
-            "oracle": [{"type": "done"}],
-            "oracle_gui": [{"type": "done"}],
-            "wrong": [{"type": "done"}],
-        },
-        "test",
-    )
+    task = _task("stellarium", gui=True)
     script = (
         f'core.screenshot("pwned", false, "{tmp_path}/", true); core.screenshot("kept", false, "", true);'
     )

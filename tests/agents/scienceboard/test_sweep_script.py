@@ -91,7 +91,7 @@ def test_lm_tables_count_episodes_per_arm_and_actions_from_the_step_logs(tmp_pat
     assert list(lm) == ["kalgebra", "coq", "all"]
     assert lm["kalgebra"]["api"] == 1.0 and lm["kalgebra"]["gui_both"] == 0.0
     assert lm["kalgebra"]["gui_screenshot"] is None and lm["coq"]["gui_both"] is None
-    assert lm["all"]["api"] == 0.5 and lm["all"]["episodes"] == [2, None, None, 1]
+    assert lm["all"]["api"] == 0.5 and lm["all"]["episodes"] == [2, None, None, 1, None, None, None]
 
     actions = {row["interface"]: row for row in sweep.lm_actions_table(records, tmp_path).rows}
     assert actions["api"] == {"interface": "api", "actions": 3, "refused": 1, "clicks": 0, "typed": 0}

@@ -21,7 +21,7 @@ import re
 import select
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from embodia.agents.scienceboard.sandbox import ProgramCrashedError, ProgramHungError, Sandbox, outside_paths
@@ -100,6 +100,21 @@ class Program:
         """Stop the program politely (the sandbox kills whatever is left)."""
 
     # -- helpers --------------------------------------------------------------------------------------
+    def wait_for_window(
+        self, process: Any, shown: Callable[[], bool], what: str, settle: float = 1.0, at_least: float = 40.0
+    ) -> None:
+        """Until ``shown()`` (the GUI program's window is up), then ``settle`` seconds for its layout; a
+        program that exits first, or a window that does not come within the time limit, is an error."""
+        deadline = time.monotonic() + max(self.timeout, at_least)
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise ProgramCrashedError(f"{what} exited while starting (status {process.returncode})")
+            if shown():
+                time.sleep(settle)
+                return
+            time.sleep(0.5)
+        raise ProgramHungError(f"{what} did not show its window within the time limit")
+
     def require(self, name: str, args: dict[str, Any], *keys: str) -> list[Any]:
         """The values of ``keys`` in a query's ``args``; :class:`QueryError` names a missing one."""
         missing = [key for key in keys if key not in args]

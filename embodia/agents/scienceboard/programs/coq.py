@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from embodia.agents.scienceboard.programs.base import Program, QueryError, Repl
-from embodia.agents.scienceboard.sandbox import ProgramCrashedError, ProgramHungError
 
 SCRIPT = "proof.v"
 """The accepted sentences, in the workspace."""
@@ -211,18 +210,15 @@ class Coq(Program):
 
     def _start_gui(self) -> None:
         self.gui = self.sandbox.spawn(["coqide", SCRIPT], stdin=None, stdout=None)
-        deadline = time.monotonic() + max(self.timeout, 40.0)
-        while time.monotonic() < deadline:
-            if self.gui.poll() is not None:
-                raise ProgramCrashedError(f"coqide exited while starting (status {self.gui.returncode})")
-            if "[frame] CoqIDE" in self.sandbox.a11y_tree(self.gui_application, max_lines=5):
-                self.sandbox.xdotool(
-                    "search", "--name", "CoqIDE", "windowsize", *map(str, GUI_WINDOW), timeout=self.timeout
-                )
-                time.sleep(1.0)  # let the editor lay out at its new size
-                return
-            time.sleep(0.5)
-        raise ProgramHungError("coqide did not show its window within the time limit")
+        self.wait_for_window(
+            self.gui,
+            lambda: "[frame] CoqIDE" in self.sandbox.a11y_tree(self.gui_application, max_lines=5),
+            "coqide",
+            settle=0.0,
+        )
+        size = map(str, GUI_WINDOW)
+        self.sandbox.xdotool("search", "--name", "CoqIDE", "windowsize", *size, timeout=self.timeout)
+        time.sleep(1.0)  # let the editor lay out at its new size
 
     def close(self) -> None:
         if self.repl is not None and self.repl.process.poll() is None:

@@ -42,7 +42,6 @@ import os
 import re
 import shlex
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -50,7 +49,6 @@ from embodia.agents.scienceboard.programs.base import Program, QueryError
 from embodia.agents.scienceboard.sandbox import (
     SYSTEM_PYTHON,
     ProgramCrashedError,
-    ProgramHungError,
     SandboxError,
 )
 
@@ -144,17 +142,15 @@ class Grass(Program):
             )
         env = {key: value for key, value in self.env.items() if key != "GRASS_MESSAGE_FORMAT"}
         self.gui = self.sandbox.spawn([SYSTEM_PYTHON, str(GUI_SCRIPT)], stdin=None, stdout=None, env=env)
-        deadline = time.monotonic() + max(self.timeout, 60.0)
-        while time.monotonic() < deadline:
-            if self.gui.poll() is not None:
-                raise ProgramCrashedError(f"GRASS's GUI exited while starting (status {self.gui.returncode})")
-            if f"{LOCATION}/PERMANENT - GRASS GIS" in self.sandbox.a11y_tree(
-                self.gui_application, max_lines=5
-            ):
-                time.sleep(2.0)  # the data tree and the map display finish laying out
-                return
-            time.sleep(0.5)
-        raise ProgramHungError("GRASS's GUI did not show its window within the time limit")
+        title = f"{LOCATION}/PERMANENT - GRASS GIS"
+        # then the data tree and the map display finish laying out
+        self.wait_for_window(
+            self.gui,
+            lambda: title in self.sandbox.a11y_tree(self.gui_application, max_lines=5),
+            "GRASS's GUI",
+            settle=2.0,
+            at_least=60.0,
+        )
 
     def close(self) -> None:
         if self.gui is not None and self.gui.poll() is None:

@@ -37,12 +37,10 @@ Queries (``QUERIES``): a missing PDF answers None for the PDF queries.
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from embodia.agents.scienceboard.programs.base import Program, QueryError
-from embodia.agents.scienceboard.sandbox import ProgramCrashedError, SandboxError
 from embodia.core.errors import EmbodiaError
 
 DOCUMENT = "main.tex"
@@ -127,18 +125,13 @@ class TeXstudio(Program):
         self.gui = self.sandbox.spawn(
             ["texstudio", "--no-session", DOCUMENT], stdin=None, stdout=None, env=TEX_ENV
         )
-        deadline = time.monotonic() + max(self.timeout, 40.0)
-        while time.monotonic() < deadline:
-            if self.gui.poll() is not None:
-                raise ProgramCrashedError(f"texstudio exited while starting (status {self.gui.returncode})")
-            found = self.sandbox.run(
-                ["xdotool", "search", "--name", DOCUMENT], timeout=10, confined=False
-            ).stdout.split()
-            if found:
-                time.sleep(2.0)  # let the editor finish laying out
-                return
-            time.sleep(0.5)
-        raise SandboxError("texstudio did not show its window within the time limit")
+        search = ["xdotool", "search", "--name", DOCUMENT]
+        self.wait_for_window(  # then the editor finishes laying out
+            self.gui,
+            lambda: bool(self.sandbox.run(search, timeout=10, confined=False).stdout.split()),
+            "texstudio",
+            settle=2.0,
+        )
 
     def close(self) -> None:
         if self.gui is not None and self.gui.poll() is None:
