@@ -58,9 +58,12 @@ def test_an_mcp_client_solves_a_task_and_cannot_write_outside_its_workspace(tmp_
     } <= results["tools"]
     listed = json.loads(results["tasks"].content[0].text)["tasks"]
     assert [t["id"] for t in listed] == [
+        "kalgebra-binomial-coefficient",
+        "kalgebra-collatz-steps",
         "kalgebra-gcd-lcm",
         "kalgebra-newton-sqrt2",
         "kalgebra-recursive-fibonacci",
+        "kalgebra-trapezoid-pi",
     ]
     started = json.loads(results["reset"].content[0].text)
     assert "oracle" not in started["task"] and "evaluate" not in started["task"]  # no solutions for the agent
