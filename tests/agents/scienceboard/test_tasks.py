@@ -51,7 +51,7 @@ def test_broken_task_files_are_refused_with_what_and_where(tmp_path):
         "gui_without_oracle.json": json.dumps({**good, "id": "kalgebra-x3", "oracle_gui": None}),
         "escaping_file.json": json.dumps({**good, "id": "kalgebra-x4", "files": {"../../etc/x": "a"}}),
         "no_rules.json": json.dumps({**good, "id": "kalgebra-x5", "evaluate": []}),
-        "gui_on_grass.json": json.dumps({**good, "id": "grass-x6", "domain": "grass"}),
+        "unknown_interface.json": json.dumps({**good, "id": "kalgebra-x6", "interfaces": ["api", "vr"]}),
     }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
