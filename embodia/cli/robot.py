@@ -138,8 +138,24 @@ def cmd_policy(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("rate_hz", args.rate_hz), ("trigger", args.trigger)) if v is not None}
     # without --config / --policy the node reads its ROS parameters 'config' / 'policy' (ros2 run, launch)
     config = load_node_config(args.config, overrides) if args.config else None
-    policy = resolve_policy(args.policy, args.runtime) if args.policy else None
-    status = run_policy_node(policy, config, _argv_for_ros(args), duration=args.duration)
+    if args.lifecycle:  # the policy is loaded on configure; one that cannot load fails that transition
+        from embodia.robot.lifecycle_node import run_lifecycle_policy_node
+
+        status = run_lifecycle_policy_node(
+            args.policy,
+            config,
+            _argv_for_ros(args),
+            duration=args.duration,
+            activate=args.activate,
+            runtime=args.runtime if args.policy else None,
+        )
+    else:
+        policy = resolve_policy(args.policy, args.runtime) if args.policy else None
+        if args.activate:
+            from embodia.robot.errors import RobotConfigError
+
+            raise RobotConfigError("--activate drives a managed node: give --lifecycle too")
+        status = run_policy_node(policy, config, _argv_for_ros(args), duration=args.duration)
     if args.status_out:
         Path(args.status_out).write_text(json.dumps(status, indent=2, default=float))
     return 0
@@ -190,10 +206,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
         from embodia.robot.netns import run_isolated
 
         argv = [sys.executable, "-m", "embodia.cli", "robot", "launch", args.file, *args.arguments]
+        if args.activate:
+            argv.append("--activate")
         if args.timeout:
             argv += ["--timeout", str(args.timeout)]
         return run_isolated(argv).returncode
-    return Supervisor(plan).run(args.timeout)
+    return Supervisor(plan, activate=args.activate).run(args.timeout)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -237,6 +255,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="run a policy folder's network with torch or ONNX Runtime (auto: torch where installed, else "
         "model.onnx; export one with `embodia export POLICY --onnx`)",
     )
+    p.add_argument(
+        "--lifecycle",
+        action="store_true",
+        help="run it as a managed (lifecycle) node: it publishes nothing until configured and activated "
+        "(ros2 lifecycle set NODE configure / activate)",
+    )
+    p.add_argument(
+        "--activate",
+        action="store_true",
+        help="with --lifecycle: configure and activate it at start (Nav2's autostart)",
+    )
     p.add_argument("--duration", type=positive_float, help="stop after this many seconds")
     p.add_argument("--status-out", metavar="OUT.json", help="write the final status (counters, rate) here")
     _ros_args(p)
@@ -278,6 +307,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--isolated",
         action="store_true",
         help="run in a fresh loopback-only network namespace (root): DDS stays on this machine",
+    )
+    p.add_argument(
+        "--activate",
+        action="store_true",
+        help="configure and activate every lifecycle_node once it starts (as if each had autostart: true)",
     )
     p.add_argument("--timeout", type=positive_float, help="stop everything after this many seconds")
     p.set_defaults(func=cmd_launch)

@@ -13,6 +13,8 @@ command then answers that stamp, so a lockstep simulator can match commands to i
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,8 +66,18 @@ class PolicyController:
         self.chunks = ActionChunker(self.policy, (cfg.command.size,))  # the episode runner's, too
         self.rejected: dict[str, int] = {o.topic: 0 for o in cfg.observations}
         self.counters.update(
-            ticks=0, policy_steps=0, safe_stops=0, stale=0, policy_error=0, resets=0, repeats=0, late_resets=0
+            ticks=0,
+            policy_steps=0,
+            safe_stops=0,
+            stale=0,
+            watchdog_trips=0,
+            policy_error=0,
+            resets=0,
+            repeats=0,
+            late_resets=0,
         )
+        #: seconds each of the recent policy calls took (inference latency, for the diagnostics)
+        self.latencies: deque[float] = deque(maxlen=1000)
         self._stale = False
         self._answered: TickResult | None = None  # the last policy command and the stamp it answered
         self._answered_obs: dict[str, Any] | None = None  # the observation it answered
@@ -163,6 +175,8 @@ class PolicyController:
         self.counters["ticks"] += 1
         report = self.watchdog.check(now)
         if not report.ok:
+            if not self._stale:
+                self.counters["watchdog_trips"] += 1  # fresh -> stale: one trip, however long it lasts
             self.counters["stale"] += 1
             self.counters["safe_stops"] += 1
             self.chunks.reset()  # never resume a plan made before the observations went stale
@@ -182,6 +196,7 @@ class PolicyController:
             # with the timer trigger a chunk plays on in time, whatever the observations do)
             self.counters["repeats"] += 1
             return answered
+        started = time.perf_counter()
         try:
             raw = self.chunks.next_action(obs)
         except Exception as error:  # a policy that raises must not stop the robot's safety loop
@@ -191,6 +206,7 @@ class PolicyController:
             return TickResult(
                 self.filter.safe_command(), "policy_error", stamp, f"{type(error).__name__}: {error}"
             )
+        self.latencies.append(time.perf_counter() - started)
         self.counters["policy_steps"] += 1
         result = self.filter(raw)
         if result.safe_stop:
@@ -202,6 +218,25 @@ class PolicyController:
         answer = TickResult(result.command, result.fault or "policy", stamp)
         self._answered, self._answered_obs = answer, obs
         return answer
+
+    def reconfigure(self, config: PolicyNodeConfig) -> None:
+        """Take runtime changes of the watchdog timeout and the command's limits, keeping every counter.
+
+        ``config`` differs from the running one only in fields a running node may change (see
+        :mod:`embodia.robot.node_parameters`); topics, keys and the command's size stay as they are.
+        """
+        config = check_node_config(config)
+        self.watchdog.timeout = float(config.watchdog_timeout)
+        counters, last_good = self.filter.counters, self.filter._last_good
+        self.filter = CommandFilter(config.command.limits(), counters, _last_good=last_good)
+        self.config = config
+
+    def observation_ages(self, now: float) -> dict[str, float]:
+        """Seconds since each observation topic last delivered a valid message (``inf``: never)."""
+        return {
+            topic.topic: now - latest.arrived if latest.value is not None else float("inf")
+            for topic, latest in zip(self.config.observations, self._latest)
+        }
 
     @property
     def ever_observed(self) -> bool:

@@ -58,6 +58,18 @@ class RateController:
         """Schedule the first tick at ``now``."""
         self._start, self._index = now, 0
 
+    def set_rate(self, rate_hz: float, clear_stats: bool = False) -> None:
+        """Run at ``rate_hz`` from the next deadline on (a running loop keeps its phase); ``clear_stats``
+        forgets the ticks so far, so the statistics describe the new rate only."""
+        if not (math.isfinite(rate_hz) and rate_hz > 0):
+            raise RobotConfigError(f"control rate must be a positive finite number, got {rate_hz} Hz")
+        if self._start is not None:
+            self._start, self._index = self.next_deadline, 0
+        self.rate_hz, self.period = float(rate_hz), 1.0 / float(rate_hz)
+        if clear_stats:
+            self._late, self._first_tick, self._last_tick = [], None, None
+            self.ticks = self.overruns = 0
+
     @property
     def next_deadline(self) -> float:
         if self._start is None:

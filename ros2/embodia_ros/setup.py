@@ -25,6 +25,7 @@ setup(
     entry_points={
         "console_scripts": [
             "policy_node = embodia_ros.nodes:policy_node",
+            "lifecycle_policy_node = embodia_ros.nodes:lifecycle_policy_node",
             "sim_node = embodia_ros.nodes:sim_node",
             "record_node = embodia_ros.nodes:record_node",
         ],

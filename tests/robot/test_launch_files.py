@@ -623,3 +623,28 @@ def test_a_launch_prefix_this_machine_lacks_is_reported_not_refused(tmp_path):
         "executable 'no-such-debugger-xyz' not found (not a file with execute permission, nor on PATH) "
         "(the launch-prefix)"
     )
+
+
+def test_lifecycle_nodes_need_a_name_and_namespace_and_carry_autostart(tmp_path, ament):
+    path = _write(
+        tmp_path / "l.launch.yaml",
+        """
+        launch:
+        - push-ros-namespace: {namespace: robot}
+        - lifecycle_node: {pkg: demo_nodes_cpp, exec: talker, name: managed, namespace: "", autostart: true}
+        - lifecycle_node: {pkg: demo_nodes_cpp, exec: listener, name: waiting, namespace: arm}
+        """,
+    )
+    started, waiting = plan_launch(path).processes
+    assert started.lifecycle and started.autostart and started.full_node_name == "/robot/managed"
+    assert waiting.lifecycle and not waiting.autostart and waiting.full_node_name == "/robot/arm/waiting"
+    assert _ros_rules(started)[:4] == ["-r", "__node:=managed", "-r", "__ns:=/robot"]
+    for missing in ("name: x", 'namespace: ""'):
+        bad = _write(
+            tmp_path / "b.launch.yaml",
+            f"launch:\n- lifecycle_node: {{pkg: demo_nodes_cpp, exec: talker, {missing}}}\n",
+        )
+        with pytest.raises(
+            LaunchFileError, match=r"b\.launch\.yaml:2: lifecycle_node: .*needs '(name|namespace)'"
+        ):
+            parse_launch_file(bad)

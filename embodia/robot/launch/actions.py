@@ -52,6 +52,9 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "let": frozenset({"name", "value"}),
     "node": PROCESS_ATTRIBUTES
     | {"pkg", "exec", "name", "namespace", "args", "ros_args", "exec_name", "param", "remap"},
+    # launch_ros's LifecycleNode: a node whose transitions the launch drives (autostart: configure, activate)
+    "lifecycle_node": PROCESS_ATTRIBUTES
+    | {"pkg", "exec", "name", "namespace", "args", "ros_args", "exec_name", "param", "remap", "autostart"},
     "executable": PROCESS_ATTRIBUTES | {"cmd", "name", "shell"},
     "group": frozenset({"scoped", "forwarding", "keep"}),
     "include": frozenset({"file", "arg", "let"}),
@@ -393,6 +396,18 @@ class Reader:
         from embodia.robot.launch.processes import node_spec
 
         self._add(node_spec(here), delay)
+
+    def _lifecycle_node(self, here: Here, delay: float, includers: tuple[Path, ...]) -> None:
+        from embodia.robot.launch.processes import node_spec
+
+        for required in ("name", "namespace"):  # launch_ros requires both (the services are found by them)
+            if here.text(required) is None:
+                raise here.fail(
+                    f"a lifecycle_node needs '{required}' (launch_ros requires name and namespace)"
+                )
+        spec = node_spec(here)
+        spec.lifecycle, spec.autostart = True, here.flag("autostart", False)
+        self._add(spec, delay)
 
     def _executable(self, here: Here, delay: float, includers: tuple[Path, ...]) -> None:
         from embodia.robot.launch.processes import executable_spec

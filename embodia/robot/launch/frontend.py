@@ -33,6 +33,7 @@ from embodia.robot.errors import LaunchFileError
 #: per action, the attributes that are lists of sub-entities (YAML: a list of mappings; XML: child elements)
 SUB_ENTITIES: dict[str, frozenset[str]] = {
     "node": frozenset({"param", "remap", "env"}),
+    "lifecycle_node": frozenset({"param", "remap", "env"}),
     "executable": frozenset({"env"}),
     "include": frozenset({"arg", "let"}),
     "arg": frozenset({"choice"}),

@@ -16,6 +16,7 @@ from embodia.robot.errors import LaunchFileError
 #: the embodia_ros executables, as the ``embodia`` command lines they are (see ``embodia.cli.robot.ros_node``)
 EMBODIA_EXECUTABLES = {
     "policy_node": ("robot", "policy"),
+    "lifecycle_policy_node": ("robot", "policy", "--lifecycle"),
     "sim_node": ("robot", "sim"),
     "record_node": ("robot", "record"),
 }
@@ -56,6 +57,16 @@ class ProcessSpec:
     """``FILE:LINE`` of the action"""
     missing: str | None = None
     """why the executable cannot start on this machine (not found); reported when it would start"""
+    lifecycle: bool = False
+    """a ``lifecycle_node``: a managed node whose transitions the launch can drive"""
+    autostart: bool = False
+    """configure and activate it once its lifecycle services appear (launch_ros's ``autostart``)"""
+
+    @property
+    def full_node_name(self) -> str:
+        """``/namespace/name`` of the node (its lifecycle services live under it)."""
+        namespace = (self.namespace or "/").rstrip("/")
+        return f"{namespace}/{self.node_name}"
 
 
 @dataclass
@@ -123,6 +134,9 @@ def _describe_process(spec: ProcessSpec, grace: float) -> list[str]:
         rows.append(("shell", "yes (run by /bin/sh)"))
     if spec.node_name or spec.namespace:
         rows.append(("node", f"name {spec.node_name or '(default)'}, namespace {spec.namespace or '/'}"))
+    if spec.lifecycle:
+        drive = "configure + activate when its services appear" if spec.autostart else "left unconfigured"
+        rows.append(("lifecycle", f"managed node {spec.full_node_name}: {drive}"))
     if spec.parameters:
         rows.append(("parameters", "  ".join(spec.parameters)))
     if spec.remaps:

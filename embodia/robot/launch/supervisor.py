@@ -5,7 +5,9 @@ processes restart after ``respawn_delay`` (at most ``respawn_max_retries`` times
 ``on_exit: shutdown`` or a ``shutdown`` action stops the launch. Stopping (also on SIGINT / SIGTERM to the
 supervisor) sends SIGINT to every running process, SIGTERM to those still running ``sigterm_timeout``
 seconds later, and SIGKILL ``sigkill_timeout`` seconds after that (per process; 5 s each by default, as
-in ROS 2). Timers that have not fired when the launch stops never start their processes.
+in ROS 2). Timers that have not fired when the launch stops never start their processes. A
+``lifecycle_node`` with ``autostart`` is configured and activated once its services appear
+(:mod:`.lifecycle`).
 """
 
 from __future__ import annotations
@@ -30,15 +32,21 @@ class Supervisor:
     """Starts the processes, prefixes their output, respawns, and stops them all (see module docstring)."""
 
     def __init__(
-        self, specs: list[ProcessSpec] | LaunchPlan, out: TextIO | None = None, grace: float = 5.0
+        self,
+        specs: list[ProcessSpec] | LaunchPlan,
+        out: TextIO | None = None,
+        grace: float = 5.0,
+        activate: bool = False,
     ) -> None:
-        """``grace``: the SIGTERM and SIGKILL timeouts of processes that set none."""
+        """``grace``: the SIGTERM and SIGKILL timeouts of processes that set none; ``activate``: configure and
+        activate every ``lifecycle_node`` once it starts, as if each had ``autostart: true``."""
         plan = specs if isinstance(specs, LaunchPlan) else None
         self.specs = list(plan.processes if plan else specs)
         self.logs = list(plan.logs) if plan else []
         self.shutdowns = list(plan.shutdowns) if plan else []
         self.out = out or sys.stdout
         self.grace = grace
+        self.activate = activate
         self._lock = threading.Lock()
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._threads: list[threading.Thread] = []
@@ -96,6 +104,16 @@ class Supervisor:
         thread.start()
         self._threads.append(thread)
         self._print(f"[INFO] [launch]: process started with pid [{proc.pid}]: {spec.name}")
+        if spec.lifecycle and (spec.autostart or self.activate):
+            from embodia.robot.launch.lifecycle import autostart
+
+            driver = threading.Thread(
+                target=autostart,
+                args=(spec.full_node_name, lambda: proc.poll() is None, self._stop, self._print),
+                daemon=True,
+            )
+            driver.start()
+            self._threads.append(driver)
         return proc
 
     def stop(self) -> None:

@@ -10,6 +10,14 @@ def policy_node() -> int:
     return ros_node("policy_node")
 
 
+def lifecycle_policy_node() -> int:
+    """``ros2 run embodia_ros lifecycle_policy_node --ros-args -p policy:=PATH -p config:=NODE.yaml``: the
+    managed policy node (``ros2 lifecycle set /embodia_policy configure``, then ``activate``)"""
+    from embodia.cli.robot import ros_node
+
+    return ros_node("lifecycle_policy_node")
+
+
 def sim_node() -> int:
     """``ros2 run embodia_ros sim_node ENV_ID [--episodes N ...] [--ros-args ...]``"""
     from embodia.cli.robot import ros_node
