@@ -38,6 +38,13 @@ def _argv_for_ros(args: argparse.Namespace) -> list[str]:
 
 def _add_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("env_id", help="embodia environment id, e.g. embodia/PointMaze-Medium-v0")
+    p.add_argument(
+        "--faults",
+        metavar="SPEC",
+        help="network faults on the observation topics: delay=20ms,jitter=5ms,drop=0.05,stale=0.01,"
+        "reorder=0.01,clock_jump=-5s (any subset)",
+    )
+    p.add_argument("--fault-seed", type=nonnegative_int, default=0, help="seed of the fault decisions")
     p.add_argument("--seed", type=seed, default=0, help="episode i uses seed SEED+i")
     p.add_argument(
         "--episodes", type=positive_int, help="stop after this many episodes (default: run until Ctrl-C)"
@@ -113,6 +120,8 @@ def build_sim_config(args: argparse.Namespace) -> Any:
             "republish_period": args.republish_period,
             "wait_for_subscribers": args.wait_for_subscribers,
             "results": args.results,
+            "faults": args.faults,
+            "fault_seed": args.fault_seed,
         }
     )
 

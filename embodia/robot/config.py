@@ -221,6 +221,13 @@ class PolicyNodeConfig:
     qos_depth: PositiveInt = 10
     """history depth (>= 1) of every subscription and publisher (the command publisher keeps at least
     ``ros.PUBLISHER_DEPTH`` for slow subscribers such as recorders)"""
+    sync_window: Annotated[float, Field(ge=0)] = 0.0
+    """observation trigger: stamped required topics whose stamps lie within this many seconds (>= 0) of each
+    other form one observation (``message_filters``' approximate-time slop); 0: the stamps must be equal"""
+    max_stamp_age: Seconds | None = None
+    """a message stamped more than this many seconds (> 0) before the node's clock (ROS time: simulated time
+    with ``use_sim_time``) is rejected as stale, like a malformed one (the watchdog then decides); None: no
+    age check. Messages older than the newest on their topic are always rejected (out of order)"""
     torch_threads: PositiveInt | None = 1
     """threads (>= 1) torch may use for inference (1: lowest latency, no thread hand-offs; None: torch's
     default)"""

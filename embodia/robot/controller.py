@@ -7,8 +7,10 @@ watchdog and the command filter of :mod:`embodia.robot.safety`. The rclpy node o
 messages and calls :meth:`observe` / :meth:`tick`; everything here is tested without a ROS graph.
 
 Observation trigger (lockstep): an observation is *complete* when every required topic delivered a
-message since the last action and all stamped topics (those with a header) carry the same stamp. The
-command then answers that stamp, so a lockstep simulator can match commands to its observations.
+message since the last action and all stamped topics (those with a header) carry the same stamp, or stamps
+within ``sync_window`` seconds of each other (approximate-time synchronisation, as ``message_filters``'
+``ApproximateTimeSynchronizer`` with that slop). The command then answers the newest of those stamps, so a
+lockstep simulator can match commands to its observations.
 """
 
 from __future__ import annotations
@@ -75,7 +77,12 @@ class PolicyController:
             resets=0,
             repeats=0,
             late_resets=0,
+            out_of_order=0,
+            stale_stamp=0,
+            clock_jumps=0,
         )
+        self._newest_stamp: list[int | None] = [None] * len(cfg.observations)
+        self._backwards_since: list[float | None] = [None] * len(cfg.observations)
         #: seconds each of the recent policy calls took (inference latency, for the diagnostics)
         self.latencies: deque[float] = deque(maxlen=1000)
         self._stale = False
@@ -83,15 +90,25 @@ class PolicyController:
         self._answered_obs: dict[str, Any] | None = None  # the observation it answered
 
     # ------------------------------------------------------------------ inputs
-    def observe(self, index: int, msg: Any, now: float) -> None:
-        """Convert and store a message of observation topic ``index`` received at ``now``.
+    def observe(self, index: int, msg: Any, now: float, clock_ns: int | None = None) -> None:
+        """Convert and store a message of observation topic ``index`` received at ``now`` (monotonic seconds);
+        ``clock_ns`` is the node's ROS time, for ``max_stamp_age``.
+
+        A stamped message older than the newest one of its topic since the last reset is out of order, and one
+        stamped more than ``max_stamp_age`` before ``clock_ns`` is stale; both are rejected, so no command
+        ever answers them (a network that reorders or replays messages cannot make the robot act on the past).
+        When a topic delivers only older stamps for a whole ``watchdog_timeout`` (the watchdog has sent the
+        safe command by then), its clock jumped back (or one message from the future set "newest"): the node
+        follows the new stamps again and counts a ``clock_jumps``.
 
         Raises:
-            MessageError: the message does not fit the topic's config; nothing is stored (the caller logs).
+            MessageError: the message does not fit the topic's config, is out of order or stale; nothing is
+                stored (the caller logs).
         """
         topic = self.config.observations[index]
         try:
             value = to_array(msg, topic.type, **topic.reader_options())
+            self._check_stamp(index, header_stamp_ns(msg), clock_ns, now)
         except MessageError:
             self.rejected[topic.topic] += 1
             raise
@@ -111,6 +128,30 @@ class PolicyController:
                 ),
             )
 
+    def _check_stamp(self, index: int, stamp: int | None, clock_ns: int | None, now: float) -> None:
+        if stamp is None:
+            return
+        newest = self._newest_stamp[index]
+        if newest is not None and stamp < newest:
+            since = self._backwards_since[index]
+            if since is None or now - since < self.config.watchdog_timeout:
+                self._backwards_since[index] = now if since is None else since
+                self.counters["out_of_order"] += 1
+                raise MessageError(
+                    f"out of order: stamped {(newest - stamp) / 1e9:.3f} s before the newest message on this topic"
+                )
+            # only older stamps for a whole watchdog timeout (the safe command went out meanwhile): the clock
+            # jumped back, or one message from the future poisoned "newest"; follow the stamps again
+            self.counters["clock_jumps"] += 1
+        self._backwards_since[index] = None
+        limit = self.config.max_stamp_age
+        if limit is not None and clock_ns is not None and clock_ns - stamp > limit * 1e9:
+            self.counters["stale_stamp"] += 1
+            raise MessageError(
+                f"stale: stamped {(clock_ns - stamp) / 1e9:.3f} s ago (max_stamp_age {limit:g} s)"
+            )
+        self._newest_stamp[index] = stamp
+
     def reset(self, seed: int | None = None, stamp_ns: int | None = None) -> None:
         """A new episode: reset the policy (with ``seed``) and drop the current chunk.
 
@@ -122,6 +163,9 @@ class PolicyController:
         self.policy.reset(seed=seed)
         self.chunks.reset()
         self.counters["resets"] += 1
+        # a new episode may restart the clock (a simulator reset): stamps before it are no longer "newer"
+        self._newest_stamp = [None] * len(self.config.observations)
+        self._backwards_since = [None] * len(self.config.observations)
         answered, self._answered = self._answered, None
         if stamp_ns is not None and answered is not None and answered.stamp_ns == stamp_ns:
             self.counters["late_resets"] += 1
@@ -159,7 +203,7 @@ class PolicyController:
                 return False
             if latest.stamp_ns is not None:
                 stamps.add(latest.stamp_ns)
-        return len(stamps) <= 1
+        return not stamps or max(stamps) - min(stamps) <= self.config.sync_window * 1e9
 
     def _observation_stamp(self) -> int | None:
         stamps = [

@@ -219,7 +219,7 @@ class PolicyNodeBehaviour:
             if controller is None:
                 return
             try:
-                controller.observe(index, msg, time.monotonic())
+                controller.observe(index, msg, time.monotonic(), self.get_clock().now().nanoseconds)
             except MessageError as error:
                 count = controller.rejected[topic]
                 self.get_logger().warning(

@@ -30,6 +30,10 @@ and in every observation's header stamp (one stamp for all topics of a step), so
   policy node that (re)starts late picks the loop up.
 - ``rate``: the simulator steps at ``rate_hz`` in wall time with the newest command (zero when the
   newest one is older than ``command_timeout``), like hardware that does not wait.
+
+Faults. ``faults`` (``--faults delay=20ms,jitter=5ms,drop=0.05,stale=0.01,reorder=0.01,clock_jump=-5s``)
+makes the observation topics behave like a bad network, seeded by ``fault_seed`` (:mod:`embodia.robot.faults`);
+the status counts what was dropped, delayed, replayed and reordered.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from embodia.robot.convert import (
     to_array,
 )
 from embodia.robot.errors import MessageError, RobotConfigError
+from embodia.robot.faults import FaultInjector, parse_faults
 from embodia.robot.rate import RateController
 
 
@@ -111,6 +116,11 @@ class BridgeConfig:
     publisher delivers to it, and the recorder would miss the first commands of episode 0."""
     results: str | None = None
     """write per-episode results (JSON) here when the bridge stops"""
+    faults: str | None = None
+    """network faults injected into the observation topics, e.g. ``delay=20ms,jitter=5ms,drop=0.05,stale=0.01,
+    reorder=0.01,clock_jump=-5s`` (see :mod:`embodia.robot.faults`); None: a perfect network"""
+    fault_seed: Annotated[int, Field(ge=0)] = 0
+    """seed of the fault decisions (>= 0): the same seed injects the same faults into the same messages"""
 
     def __post_init__(self) -> None:
         if self.mode not in ("lockstep", "rate"):
@@ -122,6 +132,7 @@ class BridgeConfig:
         self.command_type = normalize_type(self.command_type)
         if self.command_type.rsplit("/", 1)[1] not in COMMAND_TYPES:
             raise RobotConfigError(f"command_type {self.command_type} is not a command type")
+        parse_faults(self.faults)  # a bad fault spec is one line naming the entry
         bad = [c for c in self.twist_components or [] if c not in TWIST_COMPONENTS]
         if bad:
             raise RobotConfigError(f"twist_components {bad} are not Twist components {TWIST_COMPONENTS}")
@@ -153,6 +164,7 @@ class SimBridge:
         self.dt_ns = int(round(1e9 / config.rate_hz))
         self.sim_time_ns = 0
         self.episode = -1
+        self.faults = parse_faults(config.faults)
         self.results: list[dict[str, Any]] = []
         self.obs: dict[str, np.ndarray] = {}
         self._return = 0.0
@@ -172,6 +184,10 @@ class SimBridge:
         self.obs, _ = self.env.reset(seed=self.seed)
         self._return, self._length, self._success = 0.0, 0, False
         self.sim_time_ns += self.dt_ns
+        if (
+            self.faults.clock_jump and self.episode > 0
+        ):  # the clock_jump fault: a simulator that resets its clock
+            self.sim_time_ns = max(self.dt_ns, self.sim_time_ns + int(self.faults.clock_jump * 1e9))
         return self.obs
 
     def step(self, action: np.ndarray) -> bool:
@@ -215,7 +231,8 @@ class SimBridge:
             event["commands"] = self.results[-1]["length"]
         return event
 
-    def write_results(self) -> None:
+    def write_results(self, extra: dict[str, Any] | None = None) -> None:
+        """The episodes' results as JSON (``config.results``), with ``extra`` fields (the faults injected)."""
         if self.config.results:
             path = Path(self.config.results)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -227,6 +244,7 @@ class SimBridge:
                         "config": asdict(self.config),
                         "episodes": self.results,
                         "success_rate": float(np.mean(successes)) if successes else 0.0,
+                        **(extra or {}),
                     },
                     indent=2,
                 )
@@ -344,7 +362,11 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
         self._ready_since: float | None = None
         self._last_wait_log = float("-inf")
         self._last_status = float("-inf")
-        self.rate = RateController(config.rate_hz if config.mode == "rate" else 20.0)
+        spec = self.sim.faults
+        self.injector = FaultInjector(spec, config.fault_seed) if spec.active else None
+        # lockstep ticks only republish; with faults they also release delayed messages, so tick finer
+        lockstep_hz = 500.0 if self.injector is not None else 20.0
+        self.rate = RateController(config.rate_hz if config.mode == "rate" else lockstep_hz)
         self.get_logger().info(
             f"simulating {self.sim.env_id} ({config.mode}, {config.rate_hz:g} Hz sim time): "
             f"obs/{{{', '.join(k for k in self._obs_publishers)}}} <- cmd ({ctype})"
@@ -373,8 +395,18 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
                 msg = make_joint_state(value, [f"{key}_{i}" for i in range(len(value))], stamp, key)
             else:
                 msg = make_float64_multi_array(self.sim.obs[key])
-            publisher.publish(msg)
+            if self.injector is None:
+                publisher.publish(msg)
+            else:
+                self.injector.submit(key, (publisher, msg), time.monotonic())
         self._last_publish = time.monotonic()
+        self._release(self._last_publish)
+
+    def _release(self, now: float) -> None:
+        """Publish the fault-injected messages whose time has come."""
+        if self.injector is not None:
+            for publisher, msg in self.injector.due(now):
+                publisher.publish(msg)
 
     def _advance(self, action: np.ndarray) -> None:
         if self.sim.step(action):
@@ -436,6 +468,7 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
     def _on_tick(self, now: float) -> None:
         if self._done:
             return
+        self._release(now)
         if not self._started:
             if not self._ready(now):
                 self._ready_since = None
@@ -463,13 +496,16 @@ class SimBridgeNode(_node_base()):  # type: ignore[misc]
             "sim_time_ns": self.sim.sim_time_ns,
             "ignored_commands": self.ignored_commands,
             "rejected_commands": self.rejected_commands,
+            **({"faults": dict(self.injector.counts)} if self.injector is not None else {}),
         }
 
     def spin(self) -> None:
         try:
             ros.spin(self, self.rate, self._on_tick, should_stop=lambda: self._done)
         finally:
-            self.sim.write_results()
+            self.sim.write_results(
+                {"faults": dict(self.injector.counts)} if self.injector is not None else None
+            )
             self.sim.close()
             if ros.import_rclpy().ok(context=self.context):
                 from rclpy.duration import Duration
