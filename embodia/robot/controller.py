@@ -11,6 +11,12 @@ message since the last action and all stamped topics (those with a header) carry
 within ``sync_window`` seconds of each other (approximate-time synchronisation, as ``message_filters``'
 ``ApproximateTimeSynchronizer`` with that slop). The command then answers the newest of those stamps, so a
 lockstep simulator can match commands to its observations.
+
+Transform observations (``type: TFMessage``) are not converted message by message: every ``/tf`` and
+``/tf_static`` message goes into one :class:`~embodia.robot.transforms.TransformBuffer`, and each transform
+observation is looked up again after it (the pose of ``child_frame`` in ``parent_frame``, stamped with the
+oldest dynamic transform used). A lookup takes part in ordering, age and synchronisation checks like a stamped
+topic; one made of static transforms only has no stamp and never goes stale.
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from typing import Any
 import numpy as np
 
 from embodia.core.chunks import ActionChunker
-from embodia.robot.config import PolicyNodeConfig, check_node_config
+from embodia.robot.config import IMAGE_TYPES, PolicyNodeConfig, check_node_config
 from embodia.robot.convert import header_stamp_ns, to_array
 from embodia.robot.errors import MessageError
 from embodia.robot.safety import CommandFilter, Watchdog
+from embodia.robot.transforms import TransformBuffer, pose_fields
 
 
 @dataclass
@@ -50,6 +57,7 @@ class _Latest:
     stamp_ns: int | None = None
     arrived: float = float("-inf")
     fresh: bool = False
+    static: bool = False  # a transform made of static transforms only: a constant, never stale
 
 
 @dataclass
@@ -66,7 +74,9 @@ class PolicyController:
         self.watchdog = Watchdog(cfg.required_keys, cfg.watchdog_timeout)
         self.filter = CommandFilter(cfg.command.limits())
         self.chunks = ActionChunker(self.policy, (cfg.command.size,))  # the episode runner's, too
-        self.rejected: dict[str, int] = {o.topic: 0 for o in cfg.observations}
+        self.rejected: dict[str, int] = {o.label: 0 for o in cfg.observations}
+        #: /tf and /tf_static, for the transform observations (see the module docstring)
+        self.transforms = TransformBuffer()
         self.counters.update(
             ticks=0,
             policy_steps=0,
@@ -108,15 +118,67 @@ class PolicyController:
         topic = self.config.observations[index]
         try:
             value = to_array(msg, topic.type, **topic.reader_options())
+            if topic.short_type == "CompressedImage":
+                self._check_size(topic, value)
             self._check_stamp(index, header_stamp_ns(msg), clock_ns, now)
         except MessageError:
-            self.rejected[topic.topic] += 1
+            self.rejected[topic.label] += 1
             raise
+        self._store(index, value, header_stamp_ns(msg), now)
+
+    @staticmethod
+    def _check_size(topic: Any, image: np.ndarray) -> None:
+        h, w = image.shape[:2]
+        if (topic.height is not None and h != topic.height) or (topic.width is not None and w != topic.width):
+            raise MessageError(f"image is {h}x{w} (HxW), expected {topic.height}x{topic.width}")
+
+    def observe_transforms(
+        self, msg: Any, now: float, static: bool = False, clock_ns: int | None = None
+    ) -> list[str]:
+        """Take a TFMessage from ``/tf`` (``/tf_static`` when ``static``) and update the transform observations
+        whose chain it changed; the reasons of the lookups rejected (out of order, stale), for the log.
+
+        Raises:
+            MessageError: the message holds a malformed transform; nothing of it is taken.
+        """
+        try:
+            self.transforms.add(msg, static)
+        except MessageError:
+            for topic in self.config.observations:
+                if topic.is_transform:
+                    self.rejected[topic.label] += 1
+            raise
+        problems = []
+        for index, topic in enumerate(self.config.observations):
+            if not topic.is_transform:
+                continue
+            try:
+                found = self.transforms.lookup(topic.parent_frame, topic.child_frame)
+                if found is None:
+                    continue
+                translation, rotation, stamp = found
+                latest = self._latest[index]
+                if latest.value is not None and stamp is not None and stamp == latest.stamp_ns:
+                    continue  # this message did not touch the chain (another broadcaster's frames)
+                self._check_stamp(index, stamp, clock_ns, now)
+            except MessageError as error:
+                self.rejected[topic.label] += 1
+                problems.append(f"{topic.label}: {error}")
+                continue
+            self._store(index, pose_fields(translation, rotation, topic.fields), stamp, now)
+            self._latest[index].static = stamp is None
+        return problems
+
+    def _store(self, index: int, value: Any, stamp_ns: int | None, now: float) -> None:
+        topic = self.config.observations[index]
         if not isinstance(value, str):
-            dtype = topic.dtype or (value.dtype if topic.short_type == "Image" else np.float32)
+            dtype = topic.dtype or (value.dtype if topic.short_type in IMAGE_TYPES else np.float32)
             value = value.astype(dtype, copy=False)
         latest = self._latest[index]
-        latest.value, latest.stamp_ns, latest.arrived, latest.fresh = value, header_stamp_ns(msg), now, True
+        latest.value, latest.stamp_ns, latest.arrived, latest.fresh = value, stamp_ns, now, True
+        self._feed(topic)
+
+    def _feed(self, topic: Any) -> None:
         if topic.required:
             # a key is fed only when all of its required topics have arrived at least once
             self.watchdog.feed(
@@ -166,6 +228,7 @@ class PolicyController:
         # a new episode may restart the clock (a simulator reset): stamps before it are no longer "newer"
         self._newest_stamp = [None] * len(self.config.observations)
         self._backwards_since = [None] * len(self.config.observations)
+        self.transforms.clear_dynamic()
         answered, self._answered = self._answered, None
         if stamp_ns is not None and answered is not None and answered.stamp_ns == stamp_ns:
             self.counters["late_resets"] += 1
@@ -197,7 +260,7 @@ class PolicyController:
         """Whether a new complete observation is ready (observation trigger, see module docstring)."""
         stamps = set()
         for topic, latest in zip(self.config.observations, self._latest):
-            if not topic.required:
+            if not topic.required or latest.static:
                 continue
             if not latest.fresh:
                 return False
@@ -217,6 +280,10 @@ class PolicyController:
     def tick(self, now: float) -> TickResult:
         """One control step at time ``now``: a command that is safe to publish, and why it is that one."""
         self.counters["ticks"] += 1
+        for topic, latest in zip(self.config.observations, self._latest):
+            if latest.static:  # a constant transform is as fresh as the tick
+                latest.arrived = now
+                self._feed(topic)
         report = self.watchdog.check(now)
         if not report.ok:
             if not self._stale:
@@ -278,7 +345,7 @@ class PolicyController:
     def observation_ages(self, now: float) -> dict[str, float]:
         """Seconds since each observation topic last delivered a valid message (``inf``: never)."""
         return {
-            topic.topic: now - latest.arrived if latest.value is not None else float("inf")
+            topic.label: now - latest.arrived if latest.value is not None else float("inf")
             for topic, latest in zip(self.config.observations, self._latest)
         }
 

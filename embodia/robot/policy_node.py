@@ -143,11 +143,24 @@ class PolicyNodeBehaviour:
                 self.create_subscription(message_class("String"), config.reset_topic, self._on_episode, qos)
             )
         for index, topic in enumerate(config.observations):
-            self._entities.append(
-                self.create_subscription(
-                    message_class(topic.type), topic.topic, self._make_callback(index), qos
+            if not topic.is_transform:
+                self._entities.append(
+                    self.create_subscription(
+                        message_class(topic.type), topic.topic, self._make_callback(index), qos
+                    )
                 )
-            )
+        for tf_topic in dict.fromkeys(o.topic for o in config.observations if o.is_transform):
+            # as tf2_ros's TransformListener: /tf keeps 100, /tf_static is latched (transient local)
+            tf_type = message_class("TFMessage")
+            for name, static in ((tf_topic, False), (tf_topic + "_static", True)):
+                self._entities.append(
+                    self.create_subscription(
+                        tf_type,
+                        name,
+                        self._make_transform_callback(static),
+                        ros.tf_qos(static, config.qos_depth),
+                    )
+                )
         self._last_status = time.monotonic()
         self._last_reason = "policy"
         self.get_logger().info(
@@ -212,7 +225,7 @@ class PolicyNodeBehaviour:
 
     # ------------------------------------------------------------------ callbacks
     def _make_callback(self, index: int) -> Any:
-        topic = self.config.observations[index].topic
+        topic = self.config.observations[index].label
 
         def callback(msg: Any) -> None:
             controller = self.controller
@@ -227,6 +240,26 @@ class PolicyNodeBehaviour:
                 )
                 return
             if self.config.trigger == "observation" and self.acting() and controller.complete():
+                self._act(time.monotonic())
+
+        return callback
+
+    def _make_transform_callback(self, static: bool) -> Any:
+        def callback(msg: Any) -> None:
+            controller = self.controller
+            if controller is None:
+                return
+            try:
+                problems = controller.observe_transforms(
+                    msg, time.monotonic(), static, self.get_clock().now().nanoseconds
+                )
+            except MessageError as error:
+                problems = [f"{'/tf_static' if static else '/tf'}: {error}"]
+            for problem in problems:
+                self.get_logger().warning(f"rejected transform {problem}", throttle_duration_sec=1.0)
+            if self.config.trigger != "observation" or not self.acting():
+                return
+            if controller.complete():
                 self._act(time.monotonic())
 
         return callback

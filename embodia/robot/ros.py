@@ -84,6 +84,19 @@ def qos(depth: int = 10) -> Any:
     return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
+def tf_qos(static: bool, depth: int = 10) -> Any:
+    """What tf2_ros's listener subscribes with: ``/tf`` keep-last 100 (or ``depth``), ``/tf_static``
+    transient local (a static broadcaster's transforms reach subscribers that start later)."""
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(
+        depth=max(100, depth),
+        history=HistoryPolicy.KEEP_LAST,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if static else DurabilityPolicy.VOLATILE,
+    )
+
+
 def json_message(payload: dict[str, Any]) -> Any:
     from std_msgs.msg import String
 

@@ -317,3 +317,27 @@ def test_the_marker_policy_factory_works(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBODIA_TEST_MARKER", str(tmp_path / "marker"))
     assert isinstance(resolve_policy("tests.robot.test_node_config:marked_policy"), LinearPolicy)
     assert (tmp_path / "marker").exists()
+
+
+TF = {"topic": "/tf", "type": "TFMessage", "key": "ee", "parent_frame": "base", "child_frame": "tool"}
+
+
+@pytest.mark.parametrize(
+    ("observation", "message"),
+    [
+        ({**TF, "child_frame": None}, "a TFMessage observation needs parent_frame and child_frame"),
+        ({**TF, "parent_frame": ""}, "a TFMessage observation needs parent_frame and child_frame"),
+        ({**TF, "fields": ["x", "roll"]}, "fields: ['roll'] are not transform fields"),
+        (
+            {"topic": "s", "type": "JointState", "key": "s", "parent_frame": "base"},
+            "parent_frame and child_frame are for TFMessage topics",
+        ),
+    ],
+)
+def test_a_transform_observation_names_both_frames_and_known_fields(observation, message):
+    data = {**GOOD, "observations": [GOOD["observations"][0], observation]}
+    with pytest.raises(RobotConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        node_config_from_dict(data, "node.yaml")
+    config = node_config_from_dict({**GOOD, "observations": [TF]}, "node.yaml")
+    assert config.observations[0].fields == ["x", "y", "z", "qx", "qy", "qz", "qw"]
+    assert config.observations[0].label == "/tf base->tool"
