@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from embodia.cli.data_edit import add_edit_commands
+from embodia.cli.data_lerobot import add_lerobot_commands
+from embodia.cli.data_rerender import add_rerender_commands
 from embodia.core.cli_args import (
     add_parallel_arguments,
+    add_video_codec_argument,
     nonnegative_float,
     output_file_path,
     positive_float,
@@ -36,6 +40,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--max-steps", type=positive_int, help="episode length (default: 1000)")
     p.add_argument("--overwrite", action="store_true")
+    add_video_codec_argument(p)
     add_parallel_arguments(p)
     p.set_defaults(func=cmd_generate)
 
@@ -77,6 +82,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--episode-topic", metavar="TOPIC", help="std_msgs/String JSON episode events")
     p.add_argument("--env-id", help="env_id of episodes without a start event")
     p.set_defaults(func=cmd_import_mcap)
+    add_edit_commands(data_sub)
+    add_rerender_commands(data_sub)
+    add_lerobot_commands(data_sub)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -95,6 +103,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         sparse=args.sparse,
         max_steps=args.max_steps,
         overwrite=args.overwrite,
+        video_codec=args.video_codec,
         workers=args.workers,
         ray_address=args.ray_address,
         progress=True,

@@ -13,6 +13,7 @@ from rich.table import Table
 from embodia.core.cli_args import (
     add_parallel_arguments,
     add_vector_arguments,
+    add_video_codec_argument,
     nonnegative_float,
     output_file_path,
     parse_kwargs,
@@ -69,13 +70,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.policy != "expert":
             raise ConfigError(f"--expert-noise applies to --policy expert, not to --policy {args.policy!r}")
         policy = functools.partial(noisy_expert, noise=args.expert_noise)
+    record = args.record
+    if record and args.video_codec:  # a new store's codec; an existing store must have it
+        from embodia.data.store import TrajectoryStore
+
+        record = TrajectoryStore(record, mode="a", video_codec=args.video_codec)
     try:
         result = rollout(
             args.env_id,
             policy,
             episodes=args.episodes,
             seed=args.seed,
-            record=args.record,
+            record=record,
             record_sim_state=args.record_sim_state,
             commit_every=args.commit_every,
             video=args.video,
@@ -91,6 +97,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         for hook in view_hooks:
             hook.close()  # finishes the .rrd, an interrupted episode included
+        if record is not args.record:
+            record.close()
     if args.expert_noise is not None:
         result.policy = f"expert(noise={args.expert_noise})"
     if args.json:
@@ -167,6 +175,13 @@ def cmd_info(args: argparse.Namespace) -> int:
         f"success rate {summary['success_rate']:.0%}   mean return {summary['return_mean']:.2f}"
     )
     console.print(f"env ids: {', '.join(summary['env_ids']) or '-'}")
+    fps = f"{summary['fps']:g} steps/s" if summary["fps"] else "not recorded"
+    video = (
+        f"{summary['video_codec']} video: {', '.join(summary['video_keys'])}"
+        if summary["video_keys"]
+        else "raw"
+    )
+    console.print(f"control frequency: {fps}   camera images: {video}")
     table = Table(title="data keys")
     for column in ("key", "role", "shape per step", "dtype"):
         table.add_column(column)
@@ -175,8 +190,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     console.print(table)
     if args.check:
         check = summary["check"]
+        videos = f", {check['videos_decoded']} videos decoded" if check["videos_decoded"] else ""
         console.print(
-            f"checked: {check['chunks_read']} chunks read, every checksum and the episode table agree"
+            f"checked: {check['chunks_read']} chunks read{videos}, every checksum and the episode table agree"
         )
     return 0
 
@@ -275,6 +291,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--record-sim-state", action="store_true", help="also record the simulator state at every step"
     )
+    add_video_codec_argument(p)
     p.add_argument(
         "--commit-every",
         type=nonnegative_float,

@@ -61,8 +61,9 @@ def cmd_view(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
+        timing = f" at {summary['fps']:g} steps/s (timeline episode_time)" if summary["fps"] else ""
         print(
-            f"{summary['out']}: {len(summary['episodes'])} episodes, {summary['steps']} steps, "
+            f"{summary['out']}: {len(summary['episodes'])} episodes, {summary['steps']} steps{timing}, "
             f"{summary['bytes'] / 1e6:.1f} MB"
         )
     if args.spawn:

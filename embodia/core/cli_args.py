@@ -116,3 +116,14 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
         default="sync",
         help="sync: the K environments in this process; async: one process each (default sync)",
     )
+
+
+def add_video_codec_argument(parser: argparse.ArgumentParser) -> None:
+    """``--video-codec h264|av1|none``: how a new trajectory store keeps camera images (default: raw, or
+    what an existing store has)."""
+    parser.add_argument(
+        "--video-codec",
+        choices=("h264", "av1", "none"),
+        help="store camera observations of a new store as h264 or av1 video (lossy and much smaller; "
+        "every other key stays exact) or raw (none, the default); an existing store keeps its own",
+    )

@@ -10,6 +10,8 @@ unwrapped object also satisfies :class:`EmbodiedEnv`:
 - ``has_expert`` and ``make_expert(**options) -> Policy``: a scripted expert where the task has one;
 - dict observations with stable keys (``state``, ``goal``, ``rgb`` / ``<camera>_rgb``, ``depth``, ...);
 - ``render()`` returns an ``(H, W, 3)`` uint8 frame when made with ``render_mode="rgb_array"``.
+- optionally (:class:`CameraEnv`), camera images in its observations, chosen when it is made, and
+  ``observe()``: the observation of the current state (what re-rendering a restored state needs).
 
 :func:`check_embodied_env` checks all of it on a live environment and names every violation; the registry
 test runs it on every registered id and the catalog records what it found.
@@ -51,6 +53,21 @@ class ExpertEnv(Protocol):
     has_expert: bool
 
     def make_expert(self, **options: Any) -> Policy: ...
+
+
+@runtime_checkable
+class CameraEnv(Protocol):
+    """An environment whose observations can include camera images, chosen when it is made.
+
+    Made with ``cameras=(name, ...)``, ``camera_height=H`` and ``camera_width=W`` (names from
+    ``camera_names``), it adds ``<name>_rgb`` (uint8 ``(H, W, 3)``) to every observation. ``observe()``
+    returns the observation of the current simulator state as ``reset`` and ``step`` return it, so that a
+    state restored with ``set_state`` can be seen through other cameras (:mod:`embodia.runner.rerender`).
+    """
+
+    camera_names: tuple[str, ...]
+
+    def observe(self) -> dict[str, np.ndarray]: ...
 
 
 def supports_state(env: gymnasium.Env) -> bool:

@@ -21,6 +21,7 @@ MODULE_EXTRAS = {
     "scipy": "sim",
     "networkx": "sim",
     "imageio_ffmpeg": "sim",
+    "av": "sim",
     "onnx": "sim",
     "rerun": "sim",
     "transformers": "agents",

@@ -3,6 +3,8 @@
 Row ``t`` of an episode holds the observation *before* action ``t``, the action, the reward and flags
 it produced, and (optionally) the simulator state before the action (``sim_state``). The states
 before the first and after the last action go to the episode table (``initial_state``, ``final_state``).
+The environment's control frequency (:func:`control_fps`) goes with each episode; the store records it
+(``TrajectoryStore.fps``) and refuses episodes of another one.
 
 Commits are batched in time: a finished episode is committed together with the others that finished
 within ``commit_every`` seconds (each zarr write costs ~2 ms of CPU whatever its size, so committing
@@ -27,6 +29,24 @@ from embodia.data.store import TrajectoryStore
 EpisodeTransform = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 
+def control_fps(env: Any) -> float | None:
+    """An environment's control frequency in steps per second, None if it does not say.
+
+    gymnasium's convention: ``metadata["render_fps"]``, which MuJoCo environments set to ``1 / dt`` (one
+    frame per step; gymnasium vector environments copy it from their first environment), else
+    ``1 / env.unwrapped.dt``.
+    """
+    fps = (getattr(env, "metadata", None) or {}).get("render_fps")
+    if fps is None:
+        dt = getattr(getattr(env, "unwrapped", env), "dt", None)
+        fps = 1.0 / float(dt) if isinstance(dt, (int, float)) and dt > 0 else None
+    try:
+        fps = float(fps) if fps is not None else None
+    except (TypeError, ValueError):
+        return None
+    return fps if fps is not None and 0 < fps < float("inf") else None
+
+
 class EpisodeBuffer:
     """Collects the steps of one episode at a time; :meth:`finish_episode` returns it as ``(data, info)``.
 
@@ -46,12 +66,18 @@ class EpisodeBuffer:
         self._rows: dict[str, list[np.ndarray]] = {}
         self._seed = -1
         self._initial_state: np.ndarray | None = None
+        self.fps: float | None = None
+        """the control frequency of the environment that runs the episodes (:func:`control_fps`)"""
         self.active = False
 
-    def begin_episode(self, seed: int, initial_state: np.ndarray | None = None) -> None:
+    def begin_episode(
+        self, seed: int, initial_state: np.ndarray | None = None, fps: float | None = None
+    ) -> None:
+        """Start an episode run with ``reset(seed=seed)`` at ``fps`` steps per second (None: as before)."""
         self._rows = {}
         self._seed = seed
         self._initial_state = None if initial_state is None else np.array(initial_state, dtype=np.float64)
+        self.fps = fps if fps is not None else self.fps
         self.active = True
 
     def add_step(
@@ -94,6 +120,7 @@ class EpisodeBuffer:
             "success": success,
             "initial_state": self._initial_state,
             "final_state": final_state,
+            "fps": self.fps,
         }
         return data, info
 

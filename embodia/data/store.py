@@ -8,7 +8,8 @@ Layout::
       meta/episode_ends   int64, cumulative end index of each committed episode
       meta/episodes/<col> per-episode table: env_id, env_kwargs (JSON), seed, success, length,
                           return, initial_state, final_state
-      attrs               embodia_format, embodia_version, created, updated, schema
+      video/<key>/...     image keys recorded as video (opt-in, :mod:`embodia.data.store_video`)
+      attrs               embodia_format, embodia_version, created, updated, schema, fps, video
 
 Commit protocol. Arrays grow by doubling their capacity, so rows past the last committed episode are
 unused capacity (or leftovers of an interrupted write) and are never read: ``meta/episode_ends`` says
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,11 +46,10 @@ from embodia.core.errors import (
     StoreSchemaError,
 )
 from embodia.data.store_arrays import (
-    chunk_codecs,
-    chunk_rows,
+    checked_episode,
+    create_data_arrays,
     create_layout,
     ensure_capacity,
-    episode_schema,
     table_row,
     write_concurrently,
 )
@@ -69,13 +68,25 @@ from embodia.data.store_integrity import (
     check_consistency,
     classify_path,
     committed_ends,
+    empty_store,
     read_every_chunk,
     schema_difference,
+)
+from embodia.data.store_video import (
+    VIDEO_FORMAT_VERSION,
+    VideoAndFps,
+    VideoColumn,
+    checked_fps,
+    codec_name,
+    open_video_columns,
+    video_attrs,
 )
 from embodia.data.writer_lock import WriterLock
 
 FORMAT_VERSION = 1
-_TABLE_COLUMNS = ("env_id", "env_kwargs", "seed", "length", "success", "return")
+"""format version of a store whose keys are all ``data/`` arrays (what every embodia reads)"""
+READABLE_FORMATS = (FORMAT_VERSION, VIDEO_FORMAT_VERSION)
+"""versions this embodia reads: 2 is a store with video columns (:mod:`embodia.data.store_video`)"""
 
 
 def _now() -> str:
@@ -98,7 +109,7 @@ class EpisodeMeta:
     final_state: np.ndarray | None = field(default=None, repr=False)
 
 
-class TrajectoryStore:
+class TrajectoryStore(VideoAndFps):
     """Episodes of (observation, action, reward, ...) arrays in a zarr v3 store.
 
     Args:
@@ -106,6 +117,11 @@ class TrajectoryStore:
         mode: ``"r"`` read an existing store; ``"a"`` read and append, creating the store if ``path``
             does not exist or is an empty directory; ``"w"`` like ``"a"``, but an existing embodia store
             at ``path`` is emptied first.
+        video_codec: how a new store keeps its camera keys: ``"h264"`` or ``"av1"`` as video (lossy, see
+            :mod:`embodia.data.store_video`), ``"none"`` raw; for an existing store it must be what the store
+            has, or None.
+        fps: the recorded environment's control frequency (steps per second) of a new store; for an existing
+            store it must be what the store has, or None (a writer records it in a store that has none).
 
     Writers (``"a"``, ``"w"``) take the store's writer lock (:mod:`embodia.data.writer_lock`) until
     :meth:`close` (or the end of a ``with`` block, or the process). Nothing that embodia did not write is
@@ -119,11 +135,14 @@ class TrajectoryStore:
         StoreLockedError: another writer has the store open.
     """
 
-    def __init__(self, path: str | Path, mode: str = "r") -> None:
+    def __init__(
+        self, path: str | Path, mode: str = "r", *, video_codec: str | None = None, fps: float | None = None
+    ) -> None:
         if mode not in ("r", "a", "w"):
             raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
         self.path = Path(path)
         self.mode = mode
+        codec, fps = codec_name(video_codec), checked_fps(fps)
         self._lock: WriterLock | None = None
         kind = classify_path(self.path)
         where = str(self.path)
@@ -142,16 +161,17 @@ class TrajectoryStore:
             try:
                 self._take_lock(create=kind != "store")
                 if kind != "store":
-                    self._create()
+                    self._create(codec, fps)
                 elif mode == "w":
-                    self._empty()
-                    self._create()
+                    empty_store(self.path)
+                    self._create(codec, fps)
             except OSError as error:  # a read-only or full file system: one line, nothing half-made kept
                 self.close()
                 if kind in ("missing", "empty"):
                     remove_created(self.path, STORE_ENTRIES, remove_folder=kind == "missing")
                 raise write_failure(self.path, error, None) from None
         self._open()
+        self._check_settings(codec, fps)
 
     # ------------------------------------------------------------------ open / create
     def _take_lock(self, create: bool) -> None:
@@ -165,32 +185,17 @@ class TrajectoryStore:
         self._lock = WriterLock(self.path)
         self._lock.acquire()
 
-    def _empty(self) -> None:
-        """Remove an embodia store's own entries (``mode="w"``); anything else inside is refused, not deleted."""
-        foreign = sorted(p.name for p in self.path.iterdir() if p.name not in STORE_ENTRIES)
-        if foreign:
-            raise StoreError(
-                f"will not overwrite {str(self.path)!r}: besides the store it holds {foreign[:5]}, which embodia "
-                "did not write; move them out or choose another path"
-            )
-        for name in ("zarr.json", "data", "meta"):
-            entry = self.path / name
-            if entry.is_dir():
-                shutil.rmtree(entry)
-            elif entry.exists():
-                entry.unlink()
-
-    def _create(self) -> None:
-        create_layout(
-            self.path,
-            {
-                "embodia_format": FORMAT_VERSION,
-                "embodia_version": _embodia_version(),
-                "created": _now(),
-                "updated": _now(),
-                "schema": {},
-            },
-        )
+    def _create(self, codec: str | None, fps: float | None) -> None:
+        attrs = {
+            "embodia_format": FORMAT_VERSION,  # VIDEO_FORMAT_VERSION once video columns exist
+            "embodia_version": _embodia_version(),
+            "created": _now(),
+            "updated": _now(),
+            "schema": {},
+            "fps": fps,
+        }
+        video = video_attrs(codec)
+        create_layout(self.path, attrs if video is None else {**attrs, "video": video})
 
     def _open(self) -> None:
         try:
@@ -207,10 +212,11 @@ class TrajectoryStore:
                 f"{str(self.path)!r} is a zarr store but not an embodia trajectory store "
                 "(no 'embodia_format' attribute)"
             )
-        if version != FORMAT_VERSION:
+        if version not in READABLE_FORMATS:
             raise StoreFormatError(
                 f"trajectory store {str(self.path)!r} has format version {version}, this embodia "
-                f"({_embodia_version()}) reads version {FORMAT_VERSION}; use a matching embodia version"
+                f"({_embodia_version()}) reads versions {', '.join(map(str, READABLE_FORMATS))}; "
+                "use the embodia version that wrote it (a newer one, if the version is higher)"
             )
         try:
             self._data = self._root["data"]
@@ -226,6 +232,10 @@ class TrajectoryStore:
             ) from None
         self._schema: dict[str, dict[str, Any]] = dict(attrs.get("schema", {}))
         self._refresh_ends()
+        self._video = open_video_columns(self, self._root, (attrs.get("video") or {}).get("keys", []))
+        for column in self._video.values():
+            column.check(self.num_episodes, self._read)
+        self._arrays.update(self._video)
         check_consistency(self.path, self._ends, self._schema, self._arrays, self._columns, self._read)
         self._folder = folder_identity(self.path)
         if self.mode != "r":
@@ -252,6 +262,8 @@ class TrajectoryStore:
         """``array[where]``; a chunk that fails its checksum or cannot be decoded is a corrupt store."""
         try:
             return np.asarray(array[where])
+        except StoreError:  # a video column's own message (key and episode)
+            raise
         except Exception as error:  # zarr / numcodecs raise ValueError, RuntimeError, ... for bad chunks
             rows = f"rows {where.start or 0}..{where.stop}" if where.stop is not None else "its rows"
             episodes = ""
@@ -309,8 +321,10 @@ class TrajectoryStore:
     def attrs(self) -> dict[str, Any]:
         return dict(self._root.attrs)
 
-    def array(self, key: str) -> zarr.Array:
-        """The zarr array behind ``data/<key>``; only its first :attr:`num_steps` rows are episodes."""
+    def array(self, key: str) -> zarr.Array | VideoColumn:
+        """The zarr array behind ``data/<key>``; only its first :attr:`num_steps` rows are episodes.
+
+        A video key gives a :class:`~embodia.data.store_video.VideoColumn`, which reads rows like an array."""
         if key not in self._schema:
             raise KeyError(f"store {str(self.path)!r} has no key {key!r}; keys: {', '.join(self.keys)}")
         return self._arrays[key]
@@ -384,7 +398,9 @@ class TrajectoryStore:
         Raises:
             StoreCorruptError: naming the first array, rows and episodes that cannot be read.
         """
-        report = read_every_chunk(self._ends, self._schema, self._arrays, self._columns, self._read)
+        raw = {key: spec for key, spec in self._schema.items() if key not in self._video}
+        report = read_every_chunk(self._ends, raw, self._arrays, self._columns, self._read)
+        report["videos_decoded"] = sum(column.verify() for column in self._video.values())
         for i in range(self.num_episodes):
             self.episode_meta(i)  # env_kwargs must be JSON
         return {"path": str(self.path), **report, "ok": True}
@@ -411,6 +427,9 @@ class TrajectoryStore:
                 k: {"shape": v["shape"], "dtype": v["dtype"], "role": v["role"]}
                 for k, v in self._schema.items()
             },
+            "fps": self.fps,
+            "video_codec": self.video_codec,
+            "video_keys": self.video_keys,
             "format": self._root.attrs.get("embodia_format"),
             "created": self._root.attrs.get("created"),
             "updated": self._root.attrs.get("updated"),
@@ -475,8 +494,10 @@ class TrajectoryStore:
             raise StoreError(f"store {str(self.path)!r} is open read-only; open it with mode='a' to append")
         if not episodes:
             return []
-        batch = [self._check_episode(data, roles or {}) for data, _ in episodes]
+        batch = [checked_episode(data, roles or {}) for data, _ in episodes]
         infos = [dict(info) for _, info in episodes]
+        for fps in {info["fps"] for info in infos if info.get("fps") is not None}:
+            self.set_fps(fps)  # the recording environment's frequency (a store without one takes it)
         if not self._schema:
             first = infos[0]
             try:
@@ -499,6 +520,8 @@ class TrajectoryStore:
                 remove_strays(self.path, since=began)
             else:
                 remove_uncommitted_chunks(self.path, self._arrays, self._columns, start, n)
+                for column in self._video.values():
+                    column.remove_uncommitted(self.path, n)
             raise write_failure(self.path, error, n) from None
 
     def _write_batch(
@@ -512,8 +535,12 @@ class TrajectoryStore:
         ends = start + np.cumsum(lengths)
         total = int(ends[-1])
         writes: list[tuple[zarr.Array, slice, np.ndarray]] = []
-        # 1. rows of every data array (overwriting leftovers of an interrupted write, if any)
+        video_ends = {}
+        # 1. rows of every data array and video column (overwriting leftovers of an interrupted write, if any)
         for key in self._schema:
+            if key in self._video:
+                video_ends[key] = self._video_writes(key, [arrays[key] for arrays, _ in batch], n, writes)
+                continue
             array = self._arrays[key]
             ensure_capacity(array, total)
             values = [arrays[key] for arrays, _ in batch]
@@ -534,18 +561,9 @@ class TrajectoryStore:
         ensure_capacity(self._ends_array, n + len(batch))
         self._ends_array[n : n + len(batch)] = ends.astype(np.int64)
         self._ends = np.concatenate([self._ends, ends.astype(np.int64)])
+        for key, byte_ends in video_ends.items():
+            self._video[key].committed_through(byte_ends)
         return list(range(n, n + len(batch)))
-
-    def _check_episode(
-        self, data: Mapping[str, np.ndarray], roles: Mapping[str, str]
-    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
-        arrays = {key: np.asarray(value) for key, value in data.items()}
-        lengths = {key: len(value) for key, value in arrays.items()}
-        if not arrays or len(set(lengths.values())) != 1:
-            raise StoreSchemaError(f"episode arrays must share their length on axis 0, got {lengths}")
-        if next(iter(lengths.values())) == 0:
-            raise StoreSchemaError("cannot store an empty episode (0 steps)")
-        return arrays, episode_schema(arrays, roles)
 
     def touch(self) -> None:
         """Record the time of the last change in the store's attributes."""
@@ -562,26 +580,14 @@ class TrajectoryStore:
         initial_state: np.ndarray | None,
         final_state: np.ndarray | None,
     ) -> None:
-        for key, spec in schema.items():
-            shape = tuple(spec["shape"])
-            rows = chunk_rows(shape, np.dtype(spec["dtype"]))
-            self._arrays[key] = self._data.create_array(
-                key, shape=(0, *shape), dtype=spec["dtype"], chunks=(rows, *shape), compressors=chunk_codecs()
-            )
-        state = initial_state if initial_state is not None else final_state
-        if state is not None:
-            width = int(np.asarray(state).size)
-            for name in ("initial_state", "final_state"):
-                self._columns[name] = self._episodes.create_array(
-                    name,
-                    shape=(0, width),
-                    dtype="float64",
-                    chunks=(64, width),
-                    fill_value=np.nan,
-                    compressors=chunk_codecs(),
-                )
+        video_attrs = self._create_video_columns(schema)
+        raw = {key: spec for key, spec in schema.items() if key not in self._video}
+        create_data_arrays(
+            self._data, self._episodes, raw, initial_state, final_state, self._arrays, self._columns
+        )
         self._schema = schema
-        self._root.attrs["schema"] = schema
+        self._arrays.update(self._video)
+        self._root.attrs.update({"schema": schema, **video_attrs})  # one metadata write
 
     # ------------------------------------------------------------------ misc
     def __repr__(self) -> str:

@@ -25,6 +25,29 @@ TARGET_CHUNK_BYTES = 1 << 17  # ~128 KiB per chunk: appends rewrite at most a fe
 INITIAL_CAPACITY = 1024
 RESERVED = {"action", "reward", "terminated", "truncated", "success", "sim_state"}
 """Keys with a fixed meaning; those without a role of their own are flags."""
+IMAGE_CHANNELS = (1, 3, 4)
+"""Channels of a camera image: grey, RGB, RGBA."""
+
+
+def is_image(row_shape: tuple[int, ...] | list[int], dtype: np.dtype | str) -> bool:
+    """Whether rows of this shape and dtype are camera images: uint8 (H, W, C), C in 1, 3, 4, H and W > 1.
+
+    The one test of "is this key an image" (an episode's array is then (T, H, W, C)); video columns,
+    exports and re-rendering all ask it.
+    """
+    shape = tuple(int(n) for n in row_shape)
+    return (
+        np.dtype(dtype) == np.uint8 and len(shape) == 3 and shape[2] in IMAGE_CHANNELS and min(shape[:2]) > 1
+    )
+
+
+def image_keys(schema: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The observation keys of a store schema (:attr:`TrajectoryStore.schema`) that hold camera images."""
+    return [
+        key
+        for key, spec in schema.items()
+        if spec.get("role") == "obs" and is_image(spec["shape"], spec["dtype"])
+    ]
 
 
 def chunk_codecs() -> tuple[Any, ...]:
@@ -60,6 +83,38 @@ def create_layout(path: Path, attrs: Mapping[str, Any]) -> None:
         episodes.create_array(name, shape=(0,), dtype=dtype, chunks=(META_CHUNK,), compressors=chunk_codecs())
 
 
+def create_data_arrays(
+    data: zarr.Group,
+    episodes: zarr.Group,
+    schema: Mapping[str, Mapping[str, Any]],
+    initial_state: np.ndarray | None,
+    final_state: np.ndarray | None,
+    arrays: dict[str, Any],
+    columns: dict[str, Any],
+) -> None:
+    """The first episode's arrays: ``data/<key>`` for each key of ``schema`` (into ``arrays``) and, when it
+    has a simulator state, the ``initial_state`` / ``final_state`` columns of the episode table (into
+    ``columns``)."""
+    for key, spec in schema.items():
+        shape = tuple(spec["shape"])
+        rows = chunk_rows(shape, np.dtype(spec["dtype"]))
+        arrays[key] = data.create_array(
+            key, shape=(0, *shape), dtype=spec["dtype"], chunks=(rows, *shape), compressors=chunk_codecs()
+        )
+    state = initial_state if initial_state is not None else final_state
+    if state is not None:
+        width = int(np.asarray(state).size)
+        for name in ("initial_state", "final_state"):
+            columns[name] = episodes.create_array(
+                name,
+                shape=(0, width),
+                dtype="float64",
+                chunks=(64, width),
+                fill_value=np.nan,
+                compressors=chunk_codecs(),
+            )
+
+
 def chunk_rows(row_shape: tuple[int, ...], dtype: np.dtype) -> int:
     row_bytes = max(1, int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize)
     rows = TARGET_CHUNK_BYTES // row_bytes
@@ -82,6 +137,23 @@ def write_concurrently(writes: list[tuple[zarr.Array, slice, np.ndarray]]) -> No
         await asyncio.gather(*(array.async_array.setitem(where, value) for array, where, value in writes))
 
     zarr_sync(write_all())
+
+
+def checked_episode(
+    data: Mapping[str, np.ndarray], roles: Mapping[str, str]
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """An episode's arrays and their schema (:func:`episode_schema`).
+
+    Raises:
+        StoreSchemaError: arrays of different lengths, or none, or of 0 steps.
+    """
+    arrays = {key: np.asarray(value) for key, value in data.items()}
+    lengths = {key: len(value) for key, value in arrays.items()}
+    if not arrays or len(set(lengths.values())) != 1:
+        raise StoreSchemaError(f"episode arrays must share their length on axis 0, got {lengths}")
+    if next(iter(lengths.values())) == 0:
+        raise StoreSchemaError("cannot store an empty episode (0 steps)")
+    return arrays, episode_schema(arrays, roles)
 
 
 def episode_schema(arrays: Mapping[str, np.ndarray], roles: Mapping[str, str]) -> dict[str, dict[str, Any]]:

@@ -18,17 +18,18 @@ consistent rewrite of a whole episode by another program.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from embodia.core.errors import StoreCorruptError
+from embodia.core.errors import StoreCorruptError, StoreError
 from embodia.data.writer_lock import LOCK_NAME
 
-#: what a store directory holds; ``mode="w"`` removes the first three and refuses if anything else is there
-STORE_ENTRIES = {"zarr.json", "data", "meta", LOCK_NAME}
+#: what a store directory holds; ``mode="w"`` removes all but the lock and refuses if anything else is there
+STORE_ENTRIES = {"zarr.json", "data", "meta", "video", LOCK_NAME}
 TABLE_COLUMNS = ("env_id", "env_kwargs", "seed", "length", "success", "return")
 
 #: why a path cannot be opened as a store, by what :func:`classify_path` found there
@@ -63,6 +64,26 @@ def classify_path(path: Path) -> str:
     except (OSError, ValueError, AttributeError):
         return "store"  # unreadable root metadata: opening reports it as corrupt
     return "store" if "embodia_format" in attributes else "not-embodia"
+
+
+def empty_store(path: Path) -> None:
+    """Remove an embodia store's own entries (``mode="w"``); anything else inside is refused, not deleted.
+
+    Raises:
+        StoreError: the folder holds entries embodia did not write.
+    """
+    foreign = sorted(p.name for p in path.iterdir() if p.name not in STORE_ENTRIES)
+    if foreign:
+        raise StoreError(
+            f"will not overwrite {str(path)!r}: besides the store it holds {foreign[:5]}, which embodia "
+            "did not write; move them out or choose another path"
+        )
+    for name in sorted(STORE_ENTRIES - {LOCK_NAME}):
+        entry = path / name
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        elif entry.exists():
+            entry.unlink()
 
 
 def committed_ends(ends: np.ndarray, path: Path) -> np.ndarray:

@@ -85,6 +85,7 @@ def generate_dataset(
     max_steps: int | None = None,
     record_sim_state: bool = False,
     overwrite: bool = False,
+    video_codec: str | None = None,
     workers: int = 1,
     ray_address: str | None = None,
     progress: bool = False,
@@ -99,6 +100,8 @@ def generate_dataset(
         task_id: the single task whose rewards and terminals label the data (default: ogbench's default task).
         sparse: label with sparse rewards (-1 until the task is solved, 0 when it is; the Q-chunking
             authors' ``--sparse``) instead of ogbench's dense ones.
+        video_codec: camera observations of a new store as ``"h264"`` or ``"av1"`` video, or ``"none"`` (raw);
+            None: raw, or what an existing store has (:class:`~embodia.data.store.TrajectoryStore`).
         workers: generate in parallel on this many local Ray workers (the same store as a serial run).
         ray_address: generate on the Ray cluster at this address instead.
     """
@@ -106,7 +109,7 @@ def generate_dataset(
     env_kwargs: dict[str, Any] = {} if task_id is None else {"task_id": int(task_id)}
     if sparse:
         env_kwargs["sparse"] = True
-    with TrajectoryStore(out, mode="w" if overwrite else "a") as store:
+    with TrajectoryStore(out, mode="w" if overwrite else "a", video_codec=video_codec) as store:
         result = rollout(
             play_id,
             functools.partial(noisy_expert, noise=noise),

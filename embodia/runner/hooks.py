@@ -82,7 +82,9 @@ class RecordingHook(EpisodeHook):
         self.store_index: int | None = None
 
     def begin(self, env: gymnasium.Env, seed: int, obs: Any, info: dict[str, Any]) -> None:
-        self.recorder.begin_episode(seed, _state(env))
+        from embodia.data.recorder import control_fps
+
+        self.recorder.begin_episode(seed, _state(env), fps=control_fps(env))
 
     def step(self, env: gymnasium.Env, step: Step) -> None:
         success = bool(step.info.get("success", False))

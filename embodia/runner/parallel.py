@@ -36,7 +36,7 @@ from embodia.core.errors import EmbodiaError
 from embodia.core.extras import missing_extra
 from embodia.core.interrupts import interrupt_flag
 from embodia.core.policy import Policy
-from embodia.data.recorder import EpisodeBuffer, EpisodeRecorder, EpisodeTransform
+from embodia.data.recorder import EpisodeBuffer, EpisodeRecorder, EpisodeTransform, control_fps
 from embodia.data.store import TrajectoryStore
 from embodia.runner.hooks import EpisodeHook, EpisodeStats, Step
 from embodia.runner.ray_reaper import start_reaper, stop_reaper
@@ -130,7 +130,7 @@ class _Collect(EpisodeHook):
         self.episode: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def begin(self, env: Any, seed: int, obs: Any, info: dict[str, Any]) -> None:
-        self.buffer.begin_episode(seed, _state(env))
+        self.buffer.begin_episode(seed, _state(env), fps=control_fps(env))
 
     def step(self, env: Any, step: Step) -> None:
         success = bool(step.info.get("success", False))

@@ -19,7 +19,7 @@ from embodia.core.env import supports_state
 from embodia.core.errors import ReplayMismatchError, StoreError
 from embodia.core.paths import output_file
 from embodia.data.store import TrajectoryStore
-from embodia.envs import make
+from embodia.envs import env_ids, make
 
 
 @dataclass
@@ -102,6 +102,18 @@ def replay_episode(
     )
 
 
+def _check_has_states(store: TrajectoryStore) -> None:
+    """Refuse, in one line, a store of foreign data (a LeRobot import): no simulator states, no environment."""
+    if not store.num_episodes or "sim_state" in store.schema:
+        return
+    meta = store.episode_meta(0)
+    if meta.initial_state is None and meta.env_id not in env_ids():
+        raise StoreError(
+            f"store {str(store.path)!r} holds no simulator states: its episodes ({meta.env_id}) were recorded "
+            "outside embodia, so there is nothing to re-simulate or verify; info, view, train and export work on it"
+        )
+
+
 def replay(
     store: TrajectoryStore | str | Path,
     episodes: list[int] | None = None,
@@ -122,6 +134,7 @@ def replay(
         video = output_file(video, "video")
     if not isinstance(store, TrajectoryStore):
         store = TrajectoryStore(store, mode="r")
+    _check_has_states(store)
     indices = list(range(store.num_episodes)) if episodes is None else list(episodes)
     for index in indices:
         if not -store.num_episodes <= index < store.num_episodes:

@@ -26,8 +26,10 @@ entity                      what
 ==========================  ===========================================================================
 
 Timelines: ``step`` (running over every logged episode), ``episode_step`` (restarts at 0) and ``episode``
-(the store's episode index, or the rollout's). Everything logged at an episode start (text, map) carries
-that episode's first step.
+(the store's episode index, or the rollout's); where the control frequency is known (the store's ``fps``,
+the live environment's), also ``episode_time``: seconds since the episode began (``episode_step / fps``), so
+that the viewer plays episodes at the speed they ran. Everything logged at an episode start (text, map)
+carries that episode's first step.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ class _Times:
     step: np.ndarray
     episode_step: np.ndarray
     episode: np.ndarray
+    fps: float | None = None
+    """control frequency: adds the ``episode_time`` timeline (seconds) when known"""
 
     def columns(self, lo: int = 0, hi: int | None = None) -> list:
         """The time columns of rows ``lo:hi`` (all rows' columns are built once and reused per entity)."""
@@ -111,10 +115,13 @@ class _Times:
             if not hasattr(self, "_all"):
                 self._all = self.columns(0, len(self.step))
             return self._all
-        return [
+        columns = [
             rr.TimeColumn(name, sequence=getattr(self, name)[lo:hi])
             for name in ("step", "episode_step", "episode")
         ]
+        if self.fps:
+            columns.append(rr.TimeColumn("episode_time", duration=self.episode_step[lo:hi] / self.fps))
+        return columns
 
 
 def entity_kind(key: str, row: np.ndarray) -> str:
@@ -153,8 +160,10 @@ def entity_path(key: str, role: str) -> str:
 class EpisodeLogger:
     """Logs whole episodes to a :class:`rerun.RecordingStream` with ``send_columns`` (see the module docstring)."""
 
-    def __init__(self, recording: rr.RecordingStream) -> None:
+    def __init__(self, recording: rr.RecordingStream, fps: float | None = None) -> None:
         self.recording = recording
+        self.fps = fps
+        """steps per second of the logged episodes (None: unknown, no ``episode_time`` timeline)"""
         self.step = 0
         """The next value of the global ``step`` timeline."""
         self.kinds: dict[str, str] = {}
@@ -181,11 +190,13 @@ class EpisodeLogger:
             return 0
         start = self.step
         steps = np.arange(start, start + length, dtype=np.int64)
-        indexes = _Times(steps, steps - start, np.full(length, episode, dtype=np.int64))
+        indexes = _Times(steps, steps - start, np.full(length, episode, dtype=np.int64), self.fps)
         rec = self.recording
         rec.set_time("step", sequence=start)
         rec.set_time("episode_step", sequence=0)
         rec.set_time("episode", sequence=episode)
+        if self.fps:
+            rec.set_time("episode_time", duration=0.0)
         outcome = "success" if success else "no success"
         text = f"episode {episode}, seed {seed}, {outcome}, return {return_:.3g}, length {length}"
         note_column = rr.TextLog.columns(text=[text + (f" ({note})" if note else "")], level=["INFO"])
@@ -374,7 +385,7 @@ def export_store(
             the top-down map and path.
 
     Returns:
-        ``{"store", "out", "episodes", "steps", "bytes"}``.
+        ``{"store", "out", "episodes", "steps", "fps", "bytes"}`` (``fps``: the store's, None if unknown).
 
     Raises:
         StoreNotFoundError, StoreCorruptError, ...: the store's own errors.
@@ -392,7 +403,7 @@ def export_store(
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
         recording = open_recording(partial)
-        logger = EpisodeLogger(recording)
+        logger = EpisodeLogger(recording, fps=store.fps)
         maps = _NavMaps() if nav_maps else None
         try:
             for meta in metas:
@@ -422,6 +433,7 @@ def export_store(
         "out": str(out),
         "episodes": [m.index for m in metas],
         "steps": logger.step,
+        "fps": logger.fps,
         "bytes": out.stat().st_size,
     }
 
@@ -473,6 +485,9 @@ class RerunHook(EpisodeHook):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.recording = open_recording(self.path)
             self.logger = EpisodeLogger(self.recording)
+        from embodia.data.recorder import control_fps
+
+        self.logger.fps = control_fps(env)
         self._steps, self._seed = [], seed
         self._nav_map = NavMap.from_env(env)
 

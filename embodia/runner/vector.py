@@ -54,7 +54,7 @@ from gymnasium.vector import AutoresetMode
 from embodia.core.errors import ActionError, EmbodiaError, PolicyError
 from embodia.core.policy import Policy, RandomPolicy, load_policy, make_policy, supports_batch
 from embodia.core.seeds import check_seeds
-from embodia.data.recorder import EpisodeBuffer, EpisodeRecorder, EpisodeTransform
+from embodia.data.recorder import EpisodeBuffer, EpisodeRecorder, EpisodeTransform, control_fps
 from embodia.data.store import TrajectoryStore
 from embodia.envs import resolve_id
 from embodia.runner.episodes import RolloutResult
@@ -394,6 +394,9 @@ class _Runner:
             _Slot(p, self.action_ndim, EpisodeBuffer(self.env_id, self.env_kwargs) if self.keep else None)
             for p in self.policies
         ]
+        for slot in self.slots:  # the environments' control frequency, recorded with each episode
+            if slot.buffer is not None:
+                slot.buffer.fps = control_fps(self.vec)
         obs, _ = self.vec.reset(seed=self.seeds[: self.n])
         states = self._states()
         for i, slot in enumerate(self.slots):

@@ -141,3 +141,18 @@ def test_linear_policy_folder_runs(cli, tmp_path):
         check=True,
     )
     assert json.loads(result.stdout)["episodes"][0]["length"] == 5
+
+
+def test_run_records_cameras_as_video_which_info_and_replay_read(cli, tmp_path):
+    store = tmp_path / "video.zarr"
+    args = ["run", "embodia/Visual-CubeSingle-v0", "--max-steps", "5", "--episodes", "2"]
+    args += ["--record", str(store)]
+    cli(*args, "--record-sim-state", "--video-codec", "h264", "--quiet", check=True)
+    summary = json.loads(cli("info", str(store), "--check", "--json", check=True).stdout)
+    assert summary["video_codec"] == "h264" and summary["video_keys"] == ["rgb", "goal_rgb"]
+    assert summary["fps"] == 20.0 and summary["format"] == 2 and summary["check"]["videos_decoded"] == 4
+    human = cli("info", str(store), check=True).stdout
+    assert "control frequency: 20 steps/s" in human and "h264 video: rgb, goal_rgb" in human
+    replayed = cli("replay", str(store), "--verify", check=True)
+    assert "largest state deviation 0.00e+00" in replayed.stdout
+    assert_one_line_error(cli(*args, "--video-codec", "none"), "keeps its images as h264, not raw")

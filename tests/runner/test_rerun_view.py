@@ -200,3 +200,17 @@ def test_the_hook_logs_live_episodes_and_an_interrupted_one(tmp_path):
     assert entities["map/image"].num_rows == 3
     with pytest.raises(OutputPathError):
         RerunHook(tmp_path / "live.rrd")
+
+
+def test_the_stores_frequency_times_the_episodes_in_seconds(tmp_path):
+    episode = {"state": np.zeros((3, 2), np.float32), "action": np.zeros((3, 1), np.float32)}
+    with TrajectoryStore(tmp_path / "timed.zarr", mode="a", fps=4) as store:
+        store.add_episodes([(episode, {"env_id": "e"}), (episode, {"env_id": "e"})])
+    with TrajectoryStore(tmp_path / "untimed.zarr", mode="a") as store:
+        store.add_episode(episode, env_id="e")
+    assert export_store(tmp_path / "timed.zarr", tmp_path / "timed.rrd")["fps"] == 4.0
+    action = read_recording(tmp_path / "timed.rrd")["action"]
+    nanoseconds = action.column("episode_time").cast(pa.int64()).to_pylist()
+    assert nanoseconds == [0, 250_000_000, 500_000_000] * 2  # episode_step / fps, restarting per episode
+    assert export_store(tmp_path / "untimed.zarr", tmp_path / "untimed.rrd")["fps"] is None
+    assert "episode_time" not in read_recording(tmp_path / "untimed.rrd")["action"].column_names

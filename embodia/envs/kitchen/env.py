@@ -44,7 +44,8 @@ class KitchenConfigError(EnvArgumentError):
 
 INSTRUCTION_BYTES = 96
 #: camera observation name -> MuJoCo camera name
-CAMERAS = {"agentview": "agentview", "eye_in_hand": "robot0_eye_in_hand"}
+#: camera name -> the scene's camera (overview: the work area from behind the robot, the default of render())
+CAMERAS = {"agentview": "agentview", "eye_in_hand": "robot0_eye_in_hand", "overview": "overview"}
 
 
 def encode_instruction(text: str) -> np.ndarray:
@@ -113,7 +114,7 @@ class KitchenEnv(gymnasium.Env):
         height: height of ``render()`` frames.
         render_camera: camera of ``render()``: ``"overview"`` (the work area from behind the robot),
             ``"agentview"`` or ``"eye_in_hand"``.
-        cameras: camera observations to add (``"agentview"``, ``"eye_in_hand"``) as ``<camera>_rgb``.
+        cameras: camera observations to add (``"agentview"``, ``"eye_in_hand"``, ``"overview"``) as ``<camera>_rgb``.
         camera_width: width of camera observations.
         camera_height: height of camera observations.
         shadow_size: shadow map size; 0 (the default) turns shadows off, which makes camera
@@ -125,6 +126,8 @@ class KitchenEnv(gymnasium.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    #: the cameras ``cameras`` may name (:class:`embodia.core.env.CameraEnv`)
+    camera_names = tuple(CAMERAS)
 
     def __init__(
         self,
@@ -164,10 +167,8 @@ class KitchenEnv(gymnasium.Env):
             cameras = (cameras,)
         cameras = tuple(cameras)
         for camera in (*cameras, render_camera):
-            if camera not in CAMERAS and camera != "overview":
-                raise KitchenConfigError(
-                    f"unknown camera {camera!r}; kitchen cameras: overview, {', '.join(CAMERAS)}"
-                )
+            if camera not in CAMERAS:
+                raise KitchenConfigError(f"unknown camera {camera!r}; kitchen cameras: {', '.join(CAMERAS)}")
         self.task_name = task
         self.task = TASKS[task]()
         self.robot = robot
@@ -243,6 +244,11 @@ class KitchenEnv(gymnasium.Env):
         self._renderers.close()
 
     # ------------------------------------------------------------------ embodia extras
+    def observe(self) -> dict[str, np.ndarray]:
+        """The observation of the current state, as ``reset`` and ``step`` return it (after ``set_state``
+        too: re-rendering a recorded state through other cameras)."""
+        return self._observation()
+
     @property
     def layout(self) -> KitchenLayout:
         return self.scene.layout

@@ -146,6 +146,10 @@ class OGBenchEnv(gymnasium.Env):
             kwargs["mode"] = "data_collection"
         self.raw: Any = load_env_creator(spec.entry_point)(**kwargs)
         self.raw_id = raw_id
+        # gymnasium's convention (one frame per step): render_fps is the control frequency, 1 / dt
+        inner = self.raw.unwrapped
+        dt = getattr(inner, "dt", None) or getattr(inner, "_control_timestep", None)
+        self.metadata = {**type(self).metadata, "render_fps": round(1.0 / dt, 6) if dt else 20}
         if not self.is_maze:
             _set_quality_on_compile(self.raw, self.shadow_size, self.multisamples)
             with legacy_numpy_seed(0):  # the first access builds the model (a reset)

@@ -299,3 +299,15 @@ def test_benchmark_quick_writes_the_committed_layout(tmp_path):
     assert layout_differences(produced, read_results(RESULTS_DIR / "benchmarks" / "kitchen.json")) == []
     rows = produced["tables"]["steps"]["rows"]
     assert len(rows) == 5 and all(r["steps_per_second"] > 0 for r in rows)
+
+
+def test_the_overview_camera_is_an_observation_camera_too():
+    env = embodia.make(
+        "embodia/Kitchen-OpenDrawer-v0", cameras=("overview",), camera_width=32, camera_height=24
+    )
+    try:
+        obs, _ = env.reset(seed=0)
+        assert obs["overview_rgb"].shape == (24, 32, 3) and obs["overview_rgb"].std() > 0
+        assert env.observation_space.contains(obs) and "overview" in env.unwrapped.camera_names
+    finally:
+        env.close()
