@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from embodia.core.cli_args import (
+    add_video_codec_argument,
     nonnegative_int,
     output_file_path,
     parse_kwargs,
@@ -137,6 +138,7 @@ def _add_record_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=positive_int, help="stop after this many episodes")
     p.add_argument("--duration", type=positive_float, help="stop after this many seconds")
     p.add_argument("--env-id", default="ros2", help="env_id stored when no episode event names one")
+    add_video_codec_argument(p)
 
 
 # ---------------------------------------------------------------------- commands
@@ -236,6 +238,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         duration=args.duration,
         env_id=args.env_id,
         argv=_argv_for_ros(args),
+        video_codec=args.video_codec,
     )
     print(f"recorded {result['episodes']} episodes ({result['steps']} steps) to {args.out}")
     return 0

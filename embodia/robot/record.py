@@ -264,10 +264,10 @@ class EpisodeAssembler:
 class StoreSink:
     """Appends assembled episodes to a trajectory store, the step key's role set to ``action``."""
 
-    def __init__(self, path: str, action_key: str | None) -> None:
+    def __init__(self, path: str, action_key: str | None, video_codec: str | None = None) -> None:
         from embodia.data.store import TrajectoryStore
 
-        self.store = TrajectoryStore(path, mode="a")
+        self.store = TrajectoryStore(path, mode="a", video_codec=video_codec)
         self.roles = {action_key: "action"} if action_key else {}
         self.steps = 0
 
@@ -418,11 +418,13 @@ def record(
     duration: float | None = None,
     env_id: str = "ros2",
     argv: Sequence[str] | None = None,
+    video_codec: str | None = None,
 ) -> dict[str, int]:
     """Record ``topics`` (``TOPIC`` or ``TOPIC=KEY``) into the store ``out`` until Ctrl-C, ``duration`` or ``episodes``.
 
     ``action`` (a topic) is stored under the key ``action`` with the action role; ``step_on`` (a topic)
-    paces the rows (default: the action topic, else the first topic).
+    paces the rows (default: the action topic, else the first topic). ``video_codec`` (``h264``, ``av1``,
+    ``none``) is how a new store keeps camera images (:class:`~embodia.data.store.TrajectoryStore`).
     """
     options = validate(
         RecordOptions,
@@ -443,7 +445,7 @@ def record(
     step_key = dict(specs).get(step_topic)
     if step_key is None:
         raise RobotConfigError(f"--step-on {step_topic} is not one of the recorded topics")
-    sink = StoreSink(out, "action" if action else None)
+    sink = StoreSink(out, "action" if action else None, video_codec)
     assembler = EpisodeAssembler(keys, step_key, sink, env_id=env_id)
     ros.init(argv)
     node = None
