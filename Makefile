@@ -91,7 +91,7 @@ format: setup
 	$(BIN)/ruff check --fix embodia tests benchmarks scripts docs/hooks
 
 bench: setup
-	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+	for b in benchmarks/bench_*.py; do $(BIN)/python -m benchmarks.$$(basename $$b .py) || exit 1; done
 
 clean:
 	rm -rf demo_out .pytest_cache site

@@ -261,7 +261,7 @@ def _load_torch_actor(folder: Path, config: dict[str, Any]) -> ActorPolicy:
     return ActorPolicy(actor, normalizer, config.get("execute_steps"), actor_meta(config))
 
 
-def _auto_runtime(folder: Path, config: Mapping[str, Any]) -> str:
+def auto_runtime(folder: Path, config: Mapping[str, Any]) -> str:
     """torch when it is installed and the folder has its weights, else the exported model.onnx."""
     has_torch = torch_available()
     if has_torch and (folder / "model.safetensors").is_file():
@@ -283,7 +283,7 @@ def load_actor_policy(folder: Path, runtime: str = "auto") -> Any:
     """
     config = json.loads((folder / "config.json").read_text())
     if runtime == "auto":
-        runtime = _auto_runtime(folder, config)
+        runtime = auto_runtime(folder, config)
     if runtime == "onnx":
         from embodia.policies.onnx_policy import load_onnx_actor_policy
 

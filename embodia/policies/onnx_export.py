@@ -1,6 +1,6 @@
 """Export a trained policy folder to ONNX (``embodia export PATH --onnx``), checked against torch.
 
-Every trainable policy (BC with and without chunks, IQL, GCIQL, DEAS) is an ``"actor"`` folder: an
+Every trainable state policy (BC with and without chunks, IQL, GCIQL, DEAS) is an ``"actor"`` folder: an
 observation normaliser and an MLP actor (:mod:`embodia.policies.actor_policy`). The exported graph holds
 both:
 
@@ -9,13 +9,18 @@ both:
 - concatenation, ``(x - mean) / std``, the actor's MLP and tanh;
 - output ``action``: ``(batch, action_dim)`` for single actions, ``(batch, horizon, action_dim)`` for chunks.
 
+Pixel policies (``"pixel_actor"`` folders, :mod:`embodia.policies.pixel_policy`) export their whole
+network, image encoder included: one uint8 ``(batch, S, S, 3)`` input per image key (``S`` the encoder's
+image size) and one float32 ``(batch, values)`` input per state key (:mod:`embodia.policies.onnx_pixel_export`).
+
 The exporter is torch's ``torch.export``-based one (``torch.onnx.export(..., dynamo=True)``, which needs
 onnxscript), at opset :data:`OPSET`. ``check=True`` runs the graph in ONNX Runtime and the folder's policy
-in torch on the same inputs (the normaliser's mean, values a few standard deviations around it, and
-arbitrary ones), one batch and one single observation, and refuses the export if any output differs by
-more than ``atol``. The model is written to ``model.onnx.tmp``, checked, renamed to ``model.onnx``; then
-config.json gains ``"onnx": {"file", "opset", "max_abs_diff", "atol", "weights_sha256", ...}``, which
-readers of the other keys ignore and which ties the model to the weights it came from.
+in torch on the same inputs (for actors: the normaliser's mean, values a few standard deviations around it,
+and arbitrary ones; for pixel policies: random images), one batch and one single
+observation, and refuses the export if any output differs by more than ``atol``. The model is written to
+``model.onnx.tmp``, checked, renamed to ``model.onnx``; then config.json gains ``"onnx": {"file", "opset",
+"max_abs_diff", "atol", "weights_sha256", ...}``, which readers of the other keys ignore and which ties the
+model to the weights it came from.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import logging
 import os
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +43,7 @@ from embodia.core.errors import PolicyError
 from embodia.core.policy import load_policy
 from embodia.policies.actor_policy import ONNX_FILE, ActorPolicy, file_sha256
 from embodia.policies.onnx_policy import OUTPUT_NAME
+from embodia.policies.pixel_policy import PixelActorPolicy
 
 if TYPE_CHECKING:
     import torch
@@ -49,6 +56,23 @@ _EXPORT_PACKAGES = {
     "onnxscript": "onnxscript==0.7.2",
     "onnxruntime": "onnxruntime==1.32.0",
 }
+
+
+@dataclass
+class ExportGraph:
+    """One policy as the exporter sees it: a module with one tensor argument per graph input, and the inputs
+    the check compares ONNX Runtime with torch on."""
+
+    module: Any
+    """``torch.nn.Module`` in eval mode; ``forward(*inputs)`` returns the ``action`` output"""
+    names: list[str]
+    """the graph's input names (observation keys), in ``forward``'s argument order"""
+    examples: tuple[Any, ...]
+    """one example tensor per input with batch 2 (the batch dimension is exported dynamic)"""
+    checks: list[list[np.ndarray]]
+    """inputs of the check: each item one array per input (a batch, and a single observation)"""
+    inputs: dict[str, Any]
+    """what config.json's ``onnx.inputs`` records about the inputs"""
 
 
 def policy_folder(path: str | Path) -> Path:
@@ -102,21 +126,20 @@ def _quiet() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _export(module: torch.nn.Module, keys: list[str], sizes: list[int], out: Path) -> None:
+def _export(graph: ExportGraph, out: Path) -> None:
     import torch
 
     batch = torch.export.Dim("batch")
-    example = tuple(torch.zeros(2, n) for n in sizes)  # batch 2: sizes 0 and 1 would be specialised
     try:
         with _quiet(), torch.no_grad():
             program = torch.onnx.export(
-                module,
-                example,
+                graph.module,
+                graph.examples,
                 dynamo=True,
                 opset_version=OPSET,
-                input_names=keys,
+                input_names=graph.names,
                 output_names=[OUTPUT_NAME],
-                dynamic_shapes=(tuple({0: batch} for _ in sizes),),
+                dynamic_shapes=(tuple({0: batch} for _ in graph.names),),
                 optimize=True,
                 verbose=False,
             )
@@ -138,23 +161,35 @@ def _inputs(policy: ActorPolicy, samples: int, seed: int = 0) -> np.ndarray:
     return np.concatenate([mean[None], near, wide]).astype(np.float32)
 
 
-def _max_difference(
-    policy: ActorPolicy, module: torch.nn.Module, model: Path, sizes: list[int], samples: int
-) -> float:
-    """Largest ``|onnx - torch|`` over a batch of inputs and a single one (inf if ONNX gives non-finite)."""
+def _actor_graph(policy: ActorPolicy, folder: Path, config: dict[str, Any], samples: int) -> ExportGraph:
+    """An ``"actor"`` folder's graph: normaliser + MLP, one ``(batch, values)`` float32 input per key."""
+    import torch
+
+    keys = list(policy.normalizer.keys)
+    sizes = _obs_sizes(folder, config)
+    split = np.split(_inputs(policy, samples), np.cumsum(sizes)[:-1], axis=1)
+    checks = [[np.ascontiguousarray(p[rows]) for p in split] for rows in (slice(None), slice(0, 1))]
+    return ExportGraph(
+        module=_graph_module(policy),
+        names=keys,
+        examples=tuple(torch.zeros(2, n) for n in sizes),  # batch 2: sizes 0 and 1 would be specialised
+        checks=checks,
+        inputs=dict(zip(keys, sizes)),
+    )
+
+
+def _max_difference(graph: ExportGraph, model: Path) -> float:
+    """Largest ``|onnx - torch|`` over the graph's check inputs (inf if ONNX gives non-finite values)."""
     import torch
 
     from embodia.policies.onnx_policy import inference_session
 
     session = inference_session(model, threads=1)
-    flat = _inputs(policy, samples)
-    split = np.split(flat, np.cumsum(sizes)[:-1], axis=1)
     worst = 0.0
-    for rows in (slice(None), slice(0, 1)):  # a batch, and one observation (batch dimension 1)
-        parts = [np.ascontiguousarray(p[rows]) for p in split]
-        (got,) = session.run([OUTPUT_NAME], dict(zip(policy.normalizer.keys, parts)))
+    for parts in graph.checks:  # a batch, and one observation (batch dimension 1)
+        (got,) = session.run([OUTPUT_NAME], dict(zip(graph.names, parts)))
         with torch.no_grad():
-            want = module(*(torch.from_numpy(p) for p in parts)).numpy()
+            want = graph.module(*(torch.from_numpy(p) for p in parts)).numpy()
         if got.shape != want.shape:
             raise PolicyError(
                 f"the exported model outputs shape {got.shape}, torch {want.shape}; report this bug"
@@ -186,17 +221,38 @@ def _write_config(folder: Path, config: dict[str, Any]) -> None:
     os.replace(tmp, folder / "config.json")
 
 
+def _policy_graph(policy: Any, folder: Path, config: dict[str, Any], samples: int) -> ExportGraph:
+    """The export graph of an actor or a pixel policy; a one-line refusal for any other folder."""
+    if isinstance(policy, PixelActorPolicy):
+        from embodia.policies.onnx_pixel_export import pixel_graph
+
+        return pixel_graph(policy, folder, config, samples)
+    if not isinstance(policy, ActorPolicy):
+        raise PolicyError(
+            f"{str(folder)!r} is a {config.get('type')!r} policy; only actor and pixel policies (`embodia "
+            "train` bc, iql, gciql, deas, pixel_bc) export to ONNX"
+        )
+    if policy.noise_dim:
+        raise PolicyError(
+            f"{str(folder)!r} is a noise-driven policy ({config.get('method', 'flow')}: it samples noise per "
+            "decision), which the ONNX export does not cover yet; run it with torch"
+        )
+    return _actor_graph(policy, folder, config, samples)
+
+
 def export_onnx(policy_dir: str | Path, *, check: bool = True, atol: float = 1e-5, samples: int = 64) -> Path:
     """Write ``model.onnx`` beside the policy's ``config.json`` and record it there; returns its path.
 
     Args:
-        policy_dir: a policy folder or a run directory (its ``policy/`` folder).
+        policy_dir: a policy folder or a run directory (its ``policy/`` folder); an ``"actor"`` or a
+            ``"pixel_actor"`` folder.
         check: compare ONNX Runtime's outputs with torch's (``samples`` inputs) before keeping the model.
         atol: the largest absolute difference of any output value that passes the check.
 
     Raises:
         PolicyError: not a policy folder, not an exportable type, damaged weights, a missing export package,
-            or outputs that differ by more than ``atol`` (the largest difference is named).
+            a network torch cannot export, or outputs that differ by more than ``atol`` (the largest
+            difference is named).
     """
     if not atol > 0 or not np.isfinite(atol):
         raise PolicyError(f"atol must be a finite number > 0, got {atol}")
@@ -211,26 +267,14 @@ def export_onnx(policy_dir: str | Path, *, check: bool = True, atol: float = 1e-
     weights_sha256 = file_sha256(weights) if weights.is_file() else None
     policy = load_policy(folder, runtime="torch")  # one-line errors for a missing / damaged / unknown folder
     config = json.loads((folder / "config.json").read_text())
-    if not isinstance(policy, ActorPolicy):
-        raise PolicyError(
-            f"{str(folder)!r} is a {config.get('type')!r} policy; only state-based actor policies (`embodia train` "
-            "bc, iql, gciql, deas) export to ONNX; pixel policies run with torch"
-        )
-    if policy.noise_dim:
-        raise PolicyError(
-            f"{str(folder)!r} is a noise-driven policy ({config.get('method', 'flow')}: it samples noise per "
-            "decision), which the ONNX export does not cover yet; run it with torch"
-        )
+    graph = _policy_graph(policy, folder, config, samples)
     import torch
 
-    keys = list(policy.normalizer.keys)
-    sizes = _obs_sizes(folder, config)
-    module = _graph_module(policy)
     tmp = folder / f"{ONNX_FILE}.tmp"
     try:
-        _export(module, keys, sizes, tmp)
+        _export(graph, tmp)
         with torch.no_grad():
-            diff = _max_difference(policy, module, tmp, sizes, samples) if check else None
+            diff = _max_difference(graph, tmp) if check else None
         if diff is not None and not diff <= atol:
             raise PolicyError(
                 f"the ONNX model differs from torch by up to {diff:.3g} (> atol {atol:g}); model.onnx not written, "
@@ -244,7 +288,7 @@ def export_onnx(policy_dir: str | Path, *, check: bool = True, atol: float = 1e-
         "opset": OPSET,
         "max_abs_diff": diff,
         "atol": atol if check else None,
-        "inputs": dict(zip(keys, sizes)),
+        "inputs": graph.inputs,
         "output": OUTPUT_NAME,
         "exporter": f"torch {torch.__version__} (dynamo)",
         "weights_sha256": weights_sha256,

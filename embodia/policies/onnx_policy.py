@@ -6,7 +6,8 @@ and one output ``action``, ``(batch, action_dim)`` or ``(batch, horizon, action_
 is inside the graph. :class:`OnnxActorPolicy` behaves like :class:`~embodia.policies.actor_policy.ActorPolicy`
 (the same ``act``, ``chunk_size``, ``execute_steps``, ``meta`` and errors) on one
 ``onnxruntime.InferenceSession`` on the CPU, with one intra-op thread by default: a policy node on a robot
-wants low, steady latency for one observation at a time, not throughput.
+wants low, steady latency for one observation at a time, not throughput. Exported pixel policies (camera
+images in) run through :mod:`embodia.policies.onnx_pixel_policy`, on the same session settings.
 
 This module imports no torch, and onnxruntime only when a session is made.
 """

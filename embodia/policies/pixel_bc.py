@@ -125,7 +125,7 @@ class PixelBC(OfflineLearner):
     def export(self, folder: Path, meta: dict[str, Any]) -> Any:
         from embodia.policies.pixel_policy import load_pixel_policy, save_pixel_policy
 
-        save_pixel_policy(folder, self.actor, self.config, meta=meta)
+        save_pixel_policy(folder, self.actor, self.config, meta=meta, state_sizes=self.normalizer.sizes)
         return load_pixel_policy(Path(folder))
 
 

@@ -4,15 +4,21 @@ The folder holds the whole :class:`~embodia.policies.pixel_bc.PixelActor`: the i
 config.json under ``"encoder"`` so it can be rebuilt: a registered kind of
 :mod:`embodia.perception.encoder_io`, or a user's transformers folder), the token projection, the state
 statistics and the head. It loads with :func:`embodia.load_policy` like every other folder, and runs
-through the same episode runner; there is no ONNX export of pixel policies yet. Importing this module
-imports no torch (it registers the folder type); loading a folder does.
+through the same episode runner.
+
+``embodia export PATH --onnx`` exports the whole network, encoder included, to ``model.onnx``
+(:mod:`embodia.policies.onnx_pixel_export`: uint8 ``(batch, S, S, 3)`` images at the encoder's size, float32
+state values), checked against torch; :class:`~embodia.policies.onnx_pixel_policy.OnnxPixelPolicy` runs it
+through ONNX Runtime without torch (``runtime="onnx"``, or ``"auto"`` where torch is not installed), as on a
+robot. Importing this module imports no torch (it registers the folder type); loading a folder with
+runtime ``"torch"`` does.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +26,7 @@ import numpy as np
 
 from embodia.core.errors import PolicyError
 from embodia.core.policy import register_policy_type
-from embodia.policies.actor_policy import actor_meta
+from embodia.policies.actor_policy import ONNX_FILE, actor_meta, auto_runtime, torch_available
 
 FORMAT_KEYS = (
     "type",
@@ -32,13 +38,22 @@ FORMAT_KEYS = (
     "action_dim",
     "horizon",
     "hidden",
+    "state_sizes",
 )
 
 
 def save_pixel_policy(
-    folder: str | Path, actor: Any, config: Any, meta: Mapping[str, Any] | None = None
+    folder: str | Path,
+    actor: Any,
+    config: Any,
+    meta: Mapping[str, Any] | None = None,
+    state_sizes: Sequence[int] | None = None,
 ) -> Path:
-    """Write a pixel policy folder; the weights first, then config.json, each replaced atomically."""
+    """Write a pixel policy folder; the weights first, then config.json, each replaced atomically.
+
+    ``state_sizes``: values per state key (the ONNX export gives each key its own input; with one state
+    key it is not needed). A ``model.onnx`` exported from earlier weights is removed (it no longer matches).
+    """
     from safetensors.torch import save_file
 
     from embodia.perception.pixel_observations import encoder_description
@@ -60,9 +75,12 @@ def save_pixel_policy(
         "execute_steps": getattr(config, "execute_steps", None),
         **dict(meta or {}),
     }
+    if state_sizes is not None:
+        description["state_sizes"] = dict(zip(observations.state_keys, (int(n) for n in state_sizes)))
     tensors = {k: v.detach().contiguous() for k, v in actor.state_dict().items()}
     save_file(tensors, str(folder / "model.safetensors.tmp"))
     (folder / "config.json.tmp").write_text(json.dumps(description, indent=2, default=str))
+    (folder / ONNX_FILE).unlink(missing_ok=True)
     os.replace(folder / "model.safetensors.tmp", folder / "model.safetensors")
     os.replace(folder / "config.json.tmp", folder / "config.json")
     return folder
@@ -92,7 +110,9 @@ class PixelActorPolicy:
             )
         out = {}
         for key in self.keys:
-            value = torch.as_tensor(np.asarray(obs[key]))
+            array = np.asarray(obs[key])
+            # a read-only array (a decoded CompressedImage) is copied: torch warns about sharing it
+            value = torch.as_tensor(array) if array.flags.writeable else torch.tensor(array)
             out[key] = value if batched else value.unsqueeze(0)
         for key in self.actor.observations.image_keys:
             if out[key].ndim != 4 or out[key].shape[-1] != 3:
@@ -118,10 +138,26 @@ class PixelActorPolicy:
         return actions[:, 0] if self.actor.horizon == 1 else actions
 
 
-def load_pixel_policy(folder: Path, runtime: str = "auto") -> PixelActorPolicy:
-    """Load a ``"pixel_actor"`` folder (torch only)."""
+def load_pixel_policy(folder: Path, runtime: str = "auto") -> Any:
+    """Load a ``"pixel_actor"`` folder with torch (:class:`PixelActorPolicy`) or ONNX Runtime
+    (``OnnxPixelPolicy``); ``runtime``: ``"torch"``, ``"onnx"`` or ``"auto"`` (torch when installed, else
+    model.onnx)."""
+    config = json.loads((folder / "config.json").read_text())
+    if runtime == "auto":
+        runtime = auto_runtime(folder, config)
     if runtime == "onnx":
-        raise PolicyError(f"{folder} is a pixel policy; it runs with torch only (no ONNX export yet)")
+        from embodia.policies.onnx_pixel_policy import load_onnx_pixel_policy
+
+        return load_onnx_pixel_policy(folder, config)
+    return _load_torch_pixel_policy(folder, config)
+
+
+def _load_torch_pixel_policy(folder: Path, config: dict[str, Any]) -> PixelActorPolicy:
+    if not torch_available():
+        raise PolicyError(
+            f"runtime 'torch' needs torch, which is not installed; load {str(folder)!r} with runtime='onnx' "
+            f"(after `embodia export {folder} --onnx` on a machine with torch)"
+        )
     import torch
     from safetensors.torch import load_file
 
@@ -129,7 +165,6 @@ def load_pixel_policy(folder: Path, runtime: str = "auto") -> PixelActorPolicy:
     from embodia.policies.networks import Actor
     from embodia.policies.pixel_bc import PixelActor
 
-    config = json.loads((folder / "config.json").read_text())
     weights = folder / "model.safetensors"
     if not weights.is_file():
         raise PolicyError(f"{folder} has config.json but no model.safetensors; the export was interrupted")

@@ -188,6 +188,12 @@ def image_to_array(
 ) -> np.ndarray:
     """An Image as ``(H, W, C)`` (or ``(H, W)`` for one channel), checking encoding, size and row step.
 
+    When the rows are not padded (``step`` is the row's bytes) and the byte order is the machine's, the array
+    is a view of the message's buffer, not a copy: a camera frame reaches the policy without being copied
+    (writable for rclpy messages, whose ``data`` is an ``array.array``; read-only for ``bytes``). Callers
+    read it and never write into it. Padded rows are copied once; a foreign byte order is swapped in the
+    same one copy.
+
     Raises:
         MessageError: unsupported or unexpected encoding, unexpected size, or data of the wrong length.
     """
@@ -210,8 +216,12 @@ def image_to_array(
             f"image data has {len(raw)} bytes with step {step}; a {h}x{w} {msg.encoding} image needs "
             f"step >= {row_bytes} and {step}*{h} bytes"
         )
-    rows = raw.reshape(h, step)[:, :row_bytes]
-    array = np.ascontiguousarray(rows).view(dtype).reshape(h, w, channels).astype(dtype.newbyteorder("="))
+    # views so far: the rows without their padding, as pixels of the encoding's dtype
+    pixels = raw.reshape(h, step)[:, :row_bytes].view(dtype).reshape(h, w, channels)
+    if dtype.isnative:
+        array = np.ascontiguousarray(pixels)  # copies only when rows are padded
+    else:
+        array = pixels.astype(dtype.newbyteorder("="))  # the one copy swaps the bytes
     return array[..., 0] if channels == 1 else array
 
 

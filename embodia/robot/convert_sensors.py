@@ -22,6 +22,7 @@ Like every reading function they only read attributes (rclpy and ``rosbags`` mes
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -34,7 +35,8 @@ from embodia.robot.errors import MessageError, RobotConfigError
 from embodia.robot.flatten import flatten_message
 
 IMU_FIELDS = ("qx", "qy", "qz", "qw", "wx", "wy", "wz", "ax", "ay", "az")
-_MAGIC = {b"\x89PNG\r\n\x1a\n": ".png", b"\xff\xd8\xff": ".jpg"}
+#: the first bytes of a compressed image -> its Pillow codec
+_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
 
 
 def _vector(v: Any) -> list[float]:
@@ -71,24 +73,35 @@ def laser_scan_to_array(msg: Any, fields: Sequence[str] = ("ranges",)) -> np.nda
 
 @register_converter("sensor_msgs/msg/CompressedImage", heavy=True)
 def compressed_image_to_array(msg: Any) -> np.ndarray:
-    """A jpeg or png CompressedImage decoded to RGB ``(H, W, 3)`` uint8 (imageio).
+    """A jpeg or png CompressedImage decoded to RGB ``(H, W, 3)`` uint8 (Pillow, which imageio brings).
 
     The codec is taken from the data (its magic bytes), so ``format`` strings of any image_transport
-    version work; ``compressedDepth`` (a depth header before the png) is rejected.
+    version work; ``compressedDepth`` (a depth header before the png) is rejected. Pillow decodes the
+    compressed bytes (copied once into its reader: a few kilobytes) and its pixels become the array the
+    policy gets (read-only; RGB images are not copied again, gray, palette and CMYK ones are converted once).
 
     Raises:
         MessageError: not jpeg / png, a depth image, not 8 bits per channel, or data that does not decode.
     """
-    data = bytes(np.asarray(msg.data, dtype=np.uint8).tobytes())
+    try:  # a view of the message's bytes (rclpy: array.array; rosbags: ndarray; or bytes)
+        data = np.frombuffer(msg.data, dtype=np.uint8)
+    except (TypeError, ValueError):  # a list of ints, a strided array
+        data = np.ascontiguousarray(np.asarray(msg.data, dtype=np.uint8))
     fmt = str(msg.format)
-    extension = next((ext for magic, ext in _MAGIC.items() if data.startswith(magic)), None)
-    if "compressedDepth" in fmt or extension is None:
+    head = bytes(data[:8])
+    codec = next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+    if "compressedDepth" in fmt or codec is None:
         raise MessageError(f"CompressedImage format {fmt!r} is not supported (jpeg and png images are)")
-    import imageio.v3 as iio
+    from PIL import Image
 
     try:
-        image = np.asarray(iio.imread(data, extension=extension))
-    except Exception as error:  # imageio / pillow raise several types for damaged data
+        with Image.open(io.BytesIO(data), formats=[codec]) as decoded:
+            if decoded.mode == "P":  # a palette: its colours (and transparency, dropped below)
+                decoded = decoded.convert("RGBA" if "transparency" in decoded.info else "RGB")
+            elif decoded.mode == "CMYK":
+                decoded = decoded.convert("RGB")
+            image = np.asarray(decoded)
+    except Exception as error:  # Pillow raises several types for damaged data
         raise MessageError(f"CompressedImage ({fmt}) does not decode: {type(error).__name__}") from None
     if image.dtype != np.uint8:
         raise MessageError(
@@ -100,7 +113,7 @@ def compressed_image_to_array(msg: Any) -> np.ndarray:
         raise MessageError(f"CompressedImage ({fmt}) decodes to an array of shape {image.shape}")
     if image.shape[2] in (1, 2):  # gray (+ alpha)
         image = np.repeat(image[..., :1], 3, axis=2)
-    return np.ascontiguousarray(image[..., :3])
+    return np.ascontiguousarray(image[..., :3])  # no copy for RGB; alpha dropped in one
 
 
 @register_converter("sensor_msgs/msg/CameraInfo")

@@ -206,7 +206,7 @@ def test_export_refusals_are_one_line(runs, tmp_path):
     empty.mkdir()
     assert "no policy at" in _one_line_error(lambda: export_onnx(empty))
     linear = LinearPolicy(np.ones((2, 4)), np.zeros(2), ["state", "goal"]).save(tmp_path / "linear")
-    assert "only state-based actor policies" in _one_line_error(lambda: export_onnx(linear))
+    assert "only actor and pixel policies" in _one_line_error(lambda: export_onnx(linear))
     damaged = copy_run(runs, "iql", tmp_path) / "policy"
     weights = damaged / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
