@@ -43,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
             f"trained here ({steps} steps)",
         )
     model, f = trained.model, trained.accept_filter
-    task, length = model.config.task, model.config.max_len
+    task, length = model.config.task, model.config.answer
     n, repeats = (32, 2) if args.quick else (256, 5)
-    prompts, _ = make_batch(task, n, length, torch.Generator().manual_seed(123))
+    gen = torch.Generator().manual_seed(123)
+    prompts, _ = make_batch(task, n, model.config.max_len, gen, length, model.config.min_len)
     configs = {
         "one": {},
         f"threshold {args.tau}": {"strategy": "threshold", "threshold": args.tau},
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def runner(name, kw):
         def run() -> float:
-            out = parallel_decode(model, prompts, length, **kw)
+            out = parallel_decode(model, prompts, length, block=trained.block, **kw)
             stats[name] = {
                 "accuracy": check(task, prompts, out.tokens).float().mean().item(),
                 "passes": out.passes.float().mean().item(),

@@ -11,13 +11,24 @@ from embodia.agents.methods.grounding import (
     DEFAULT_MISMATCHED_NOTES,
     META_FEATURES,
     TokenSignals,
+    answer_tokens,
+    answer_tokens_batch,
     auc,
     fit_calibration,
-    label_tokens,
-    make_items,
-    qa_prompt,
     sentence_score,
     token_signals,
+    token_signals_batch,
+)
+from embodia.agents.methods.grounding_task import (
+    Answer,
+    GroundingItem,
+    evaluate,
+    label_tokens,
+    label_tokens_by_context,
+    make_items,
+    qa_prompt,
+    sentence_hallucinated,
+    word_spans,
 )
 from embodia.agents.tools import call_tool
 from embodia.core.results import RESULTS_DIR, layout_differences, read_results
@@ -64,7 +75,7 @@ def test_calibration_learns_a_separable_signal():
     assert meta.features == META_FEATURES and auc([meta.score(s) for s in signals], grounded) > 0.95
 
 
-def test_sentence_score_and_labels():
+def test_sentence_score_and_reference_labels():
     assert sentence_score([0.9, 0.2, 0.8, 0.4]) == pytest.approx(0.2)  # T = 4: ceil(0.4) = 1 token
     assert sentence_score([0.9, 0.2, 0.8, 0.4], fraction=0.5) == pytest.approx(0.3)
     assert sentence_score([]) == 1.0
@@ -123,12 +134,127 @@ def test_tool_and_quick_script(smol, tmp_path):
         run_script("grounding_experiment", "--quick", "--quiet", "--out", str(out), "--results", str(results))
         == 0
     )
-    committed = read_results(RESULTS_DIR / "methods" / "grounding.json")
-    assert layout_differences(read_results(results), committed) == []
+    committed = read_results(RESULTS_DIR / "methods" / "grounding_relabelled.json")
+    produced = read_results(results)
+    assert layout_differences(produced, committed) == []
+    assert produced["seeds"] == [0, 1]
     payload = json.loads(out.read_text())
-    result = payload["result"]
-    assert payload["items"] == 8 and set(result["token_auc"]) >= {"reliability", "meta", "confidence"}
-    assert set(result["sentence_auc"]) == {"reliability", "meta", "confidence", "entropy"}
-    calibration = result["calibration"]
-    assert calibration["reliability"]["features"] == ["sensitivity", "prob_margin", "log_margin"]
-    assert calibration["meta"]["features"] == list(META_FEATURES)
+    assert payload["config"]["items"] == 4 and payload["config"]["seeds"] == [0, 1]
+    labellings = payload["result"]["labellings"]
+    assert set(labellings) == {"construction", "reference"}
+    for r in labellings.values():
+        assert set(r["sentence_auc"]) == {
+            "reliability",
+            "meta",
+            "counterfactual log margin",
+            "confidence",
+            "entropy",
+        }
+        assert r["sentences"] <= 4  # the second halves of two seeds of four questions
+        for calibration in r["calibrations"]:
+            assert calibration["reliability"]["features"] == ["sensitivity", "prob_margin", "log_margin"]
+            assert calibration["meta"]["features"] == list(META_FEATURES)
+    # by construction, exactly the degraded questions' answers are hallucinated (half of each seed's)
+    examples = payload["result"]["examples"]
+    assert all(
+        e["labels_construction"] == label_tokens_by_context(e["tokens"], e["notes"], e["question"])
+        for e in examples
+    )
+
+
+# ---------------------------------------------------------------------------------------------- labels by construction
+def test_context_labels_by_hand():
+    tokens = [" Omar", " lives", " in", " Lis", "bon", "."]
+    assert word_spans(tokens) == [0, 1, 2, 3, 3, 4]
+    assert word_spans(["V", "era", "'s", " pl", "umber"]) == [0, 0, 1, 2, 2]
+    question = "In which city does Omar live?"
+    # Lisbon is in the supplied notes (for Teo, the wrong person): copied from the context, so grounded
+    notes = ["Teo lives in Lisbon.", "Ilka has a pet cat."]
+    assert label_tokens_by_context(tokens, notes, question) == [None, None, None, False, False, None]
+    # the reference labels call the same copied word hallucinated, and score subword pieces one by one
+    assert label_tokens(tokens, "Oslo", question) == [None, None, None, True, True, None]
+    # a word in no note: hallucinated, every piece of it
+    assert label_tokens_by_context([" Par", "is"], notes, question) == [True, True]
+    # "Bruno" split as B / run / o: one word, copied from the question, not scored (the old labels scored "run")
+    assert label_tokens_by_context(["B", "run", "o"], notes, "What is Bruno's job?") == [None, None, None]
+    assert label_tokens(["B", "run", "o"], "chef", "What is Bruno's job?") == [None, True, None]
+
+
+def test_sentence_labels_by_construction_ignore_the_answer():
+    removed = GroundingItem(["Teo lives in Lisbon."], "In which city does Omar live?", "Oslo", degraded=True)
+    kept = GroundingItem(["Omar lives in Oslo."], "In which city does Omar live?", "Oslo", degraded=False)
+    # a right guess without the note is still ungrounded; a wrong answer with the note is not flagged
+    assert sentence_hallucinated("construction", removed, "Oslo") is True
+    assert sentence_hallucinated("construction", kept, "Paris") is False
+    assert sentence_hallucinated("reference", removed, "Oslo") is False
+    assert sentence_hallucinated("reference", kept, "Paris") is True
+    with pytest.raises(ValueError, match="labelling"):
+        sentence_hallucinated("other", kept, "Oslo")
+
+
+def _synthetic_answers(seed: int, n: int = 20) -> list[Answer]:
+    """Answers whose grounded words have a large counterfactual margin and whose made-up words have none."""
+    rng = np.random.default_rng(seed)
+    answers = []
+    for i in range(n):
+        degraded = i % 2 == 0
+        word = "Paris" if degraded else "Lisbon"
+        item = GroundingItem(["Omar lives in Lisbon."], "Where does Omar live?", "Lisbon", degraded)
+        p = 0.7  # the same confidence everywhere: no text signal
+        p_masked = float(rng.uniform(0.5, 0.9) if degraded else rng.uniform(0.01, 0.1))
+        sens = float(rng.uniform(0.0, 0.06) if degraded else rng.uniform(0.04, 0.1))  # overlapping
+        answers.append(Answer(seed, item, [TokenSignals(" " + word, p, 1.0, sens, p_masked, 0.01)]))
+    return answers
+
+
+def test_evaluation_separates_a_context_signal_with_intervals():
+    answers = [_synthetic_answers(0), _synthetic_answers(1)]
+    result = evaluate(answers, "construction", bootstrap=200)
+    # second halves: 10 answers per seed, half of them degraded (one made-up word each)
+    assert (result.tokens, result.hallucinated_tokens, result.sentences, result.hallucinated_sentences) == (
+        20,
+        10,
+        20,
+        10,
+    )
+    for name in ("reliability", "counterfactual log margin"):
+        cell = result.token_auc[name]
+        assert cell["value"] == 1.0 and cell["low"] == 1.0
+    assert result.sentence_auc["reliability"]["value"] == 1.0
+    # the overlapping sensitivity: better than chance, short of perfect, inside a real interval
+    sens = result.token_auc["sensitivity"]
+    assert 0.6 < sens["value"] < 1.0 and sens["low"] < sens["value"] <= sens["high"]
+    # the same confidence everywhere: exactly chance
+    assert (
+        result.token_auc["confidence"]["value"] == 0.5 and result.sentence_auc["confidence"]["value"] == 0.5
+    )
+    # the paired difference reliability - confidence, from the same resamples
+    assert result.difference["token"]["value"] == pytest.approx(0.5)
+    assert result.difference["token"]["low"] <= 0.5 <= result.difference["token"]["high"]
+    assert [row["seed"] for row in result.per_seed] == [0, 1]
+    assert len(result.calibrations) == 2
+
+
+# ---------------------------------------------------------------------------------------------- batching
+def test_batched_passes_match_one_at_a_time(smol):
+    question = "In which city does Mara live?"
+    short = (qa_prompt(smol, ["Mara lives in Lisbon."], question), qa_prompt(smol, [], question))
+    long = (
+        qa_prompt(smol, ["Teo works as a pilot.", "Mara lives in Lisbon.", "Ilka has a pet cat."], question),
+        qa_prompt(smol, [], question),
+    )
+    mismatched = qa_prompt(smol, DEFAULT_MISMATCHED_NOTES, question)
+    answers = [smol.encode("Lisbon"), smol.encode("Mara lives in Oslo.")]
+    batch = token_signals_batch(smol, [(*short, mismatched), (*long, mismatched)], answers)
+    for prompts, answer, got in zip((short, long), answers, batch):
+        alone = token_signals(smol, *prompts, mismatched, answer)
+        assert [s.token for s in got] == [s.token for s in alone]
+        for a, b in zip(got, alone):
+            assert (a.confidence, a.p_masked, a.p_mismatched) == pytest.approx(
+                (b.confidence, b.p_masked, b.p_mismatched), rel=1e-3, abs=1e-6
+            )
+            assert a.sensitivity == pytest.approx(b.sensitivity, abs=1e-4)
+    assert answer_tokens_batch(smol, [short[0], long[0]]) == [
+        answer_tokens(smol, short[0]),
+        answer_tokens(smol, long[0]),
+    ]

@@ -22,10 +22,10 @@ from embodia.agents.methods.grounding import (
     default_calibration,
     fit_calibrations,
     lowest_count,
-    qa_prompt,
     sentence_score,
     token_signals,
 )
+from embodia.agents.methods.grounding_task import qa_prompt
 
 
 def _signals(confidence: float, entropy: float, p_masked: float = 0.2, sensitivity: float = 0.1):

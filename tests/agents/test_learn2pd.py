@@ -96,6 +96,50 @@ def test_end_of_text_prediction_fills_the_tail_and_saves_passes():
     assert eotp.tokens[:3].tolist() == [5, 5, 5]
 
 
+def test_blocks_decode_left_to_right_and_eotp_fills_later_blocks():
+    """Semi-autoregressive blocks of 4 over 8 positions, hand-traced on _FixedModel: [EOT] at 3 is the most
+    confident position of block 0, so EoTP fills positions 4-7 in pass 1 and only 0-2 are left (4 passes);
+    without EoTP every position costs a pass (8), and the candidates of each pass lie in one block."""
+    prompt = _prompts(n=1)[0]
+    seen: list[list[int]] = []
+
+    def record(rows, feats, preds, candidates):
+        seen.append(candidates[0].nonzero().squeeze(1).tolist())
+
+    plain = parallel_decode(_FixedModel(), prompt, L, "filter", accept_filter=_never, block=4, on_step=record)
+    assert int(plain.passes) == L
+    assert [max(c) // 4 == min(c) // 4 for c in seen] == [True] * L
+    assert seen[0] == [0, 1, 2, 3] and seen[4] == [4, 5, 6, 7]  # block 1 starts after block 0 is done
+    # one token per pass inside block 0 takes [EOT]@3 first, then the linspace order 2, 1, 0
+    assert plain.tokens.tolist() == [5, 5, 5, VOCAB.eot, 5, 5, 5, 5]
+    eotp = parallel_decode(_FixedModel(), prompt, L, "filter+eotp", accept_filter=_never, block=4)
+    assert int(eotp.passes) == 4
+    assert eotp.tokens.tolist() == [5, 5, 5] + [VOCAB.eot] * (L - 3)
+    # threshold 0.3: confidences e^x / (e^x + 11) with x = 1 + i/7 pass 0.3 from i = 4 on (0.304) and [EOT]@3
+    # passes; with blocks: pass 1 takes [EOT]@3, passes 2-4 take 2, 1, 0, pass 5 takes 4-7 (5 passes);
+    # without blocks pass 1 takes 3-7 at once and 2, 1, 0 follow (4 passes)
+    thr = parallel_decode(_FixedModel(), prompt, L, "threshold", threshold=0.3, block=4)
+    assert int(thr.passes) == 5
+    assert int(parallel_decode(_FixedModel(), prompt, L, "threshold", threshold=0.3).passes) == 4
+
+
+def test_long_answer_batches_pad_with_eot_and_check():
+    prompts, answers = make_batch(
+        "reverse", 64, 10, torch.Generator().manual_seed(2), answer_len=48, min_len=3
+    )
+    assert prompts.shape == (64, 11) and answers.shape == (64, 48)
+    lengths = (prompts[:, :10] < 10).sum(dim=1)
+    assert lengths.min() >= 3 and lengths.max() <= 10
+    assert ((answers < 10).sum(dim=1) == lengths).all()
+    assert (answers[:, 10:] == VOCAB.eot).all()
+    assert check("reverse", prompts, answers).all()
+    assert not check("copy", prompts, answers).all()  # reversed != copied for most prompts
+    shifted = answers.roll(1, dims=1)
+    assert not check("reverse", prompts, shifted).any()
+    with pytest.raises(ValueError, match="answer_len"):
+        make_batch("copy", 2, 10, torch.Generator(), answer_len=8)
+
+
 def test_bad_strategy_and_missing_filter_are_refused():
     with pytest.raises(ValueError, match="unknown strategy"):
         parallel_decode(_FixedModel(), _prompts(n=1)[0], L, "greedy")
@@ -196,8 +240,11 @@ def test_script_and_benchmark_quick_runs(tmp_path):
         == 0
     )
     data = json.loads(out.read_text())
-    assert data["seeds"][0]["rows"][0]["passes"] == L
-    for task in ("shuffle", "sort"):  # both committed runs have the layout the script writes
+    rows = {r["strategy"]: r for r in data["seeds"][0]["rows"]}
+    assert rows["one"]["passes"] == 48  # the long-answer setting: one token per pass costs every position
+    # blocks of 16: any other strategy needs at least one pass per block unless EoTP ends decoding early
+    assert all(r["passes"] >= 3 for k, r in rows.items() if "eotp" not in k)
+    for task in ("shuffle", "sort", "copy_long"):  # the committed runs have the layout the script writes
         committed = read_results(RESULTS_DIR / "methods" / f"learn2pd_{task}.json")
         assert layout_differences(read_results(results), committed) == []
     from benchmarks.bench_parallel_decoding import main

@@ -24,20 +24,17 @@ logistic regressions of "grounded" on their features, fitted on the calibration 
 Confidence and entropy enter only META, never the reliability. The sentence score pools the least
 reliable ten percent of the tokens (at least one), so one guessed token makes a sentence unreliable.
 
-The experiment (:func:`run_grounding`) induces hallucinations on purpose: for half the questions the note
-that answers them is removed from the context, so whatever the model answers is not grounded. Token labels
-come from the reference answer (a generated content word that is neither part of it nor copied from the
-question is hallucinated); an answer is hallucinated when it does not contain the reference. The detection
-AUCs of reliability and META are compared with the single signals, confidence and entropy.
+The experiment that induces hallucinations and measures the detection AUCs is
+:mod:`embodia.agents.methods.grounding_task`; this module holds the signals, the calibrations, the sentence
+score, the AUC and the greedy answers (batched: :func:`answer_tokens_batch`, :func:`token_signals_batch`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from importlib import resources
 from typing import Any
@@ -118,18 +115,22 @@ def counterfactual_margins(
     return p_cf, p - p_cf, np.log(np.maximum(p, _TINY)) - np.log(np.maximum(p_cf, _TINY))
 
 
-def _teacher_forced(
-    lm: LocalLM, prompt: str, answer_ids: list[int], layer: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-probabilities over the vocabulary and the layer's hidden states at the answer positions."""
-    prompt_ids = lm.encode(prompt)
-    ids = torch.tensor([prompt_ids + answer_ids], device=lm.device)
+def _teacher_forced_batch(
+    lm: LocalLM, prompts: Sequence[str], answers: Sequence[Sequence[int]], layer: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per (prompt, answer): log-probabilities over the vocabulary and the layer's hidden states at the answer
+    positions, all rows in one right-padded forward pass (causal attention: padding after a row's last
+    token changes nothing before it)."""
+    prompt_ids = [lm.encode(p) for p in prompts]
+    ids, mask = lm.batch_ids([p + list(a) for p, a in zip(prompt_ids, answers)])
     with torch.no_grad():
-        out = lm.model(ids, output_hidden_states=True)
-    n = len(prompt_ids)
-    logits = out.logits[0, n - 1 : n - 1 + len(answer_ids)].float()
-    hidden = out.hidden_states[layer + 1][0, n - 1 : n - 1 + len(answer_ids)]
-    return torch.log_softmax(logits, -1), hidden
+        out = lm.model(ids, attention_mask=mask, output_hidden_states=True)
+    rows = []
+    for r, (p, a) in enumerate(zip(prompt_ids, answers)):
+        n, t = len(p), len(a)
+        logits = out.logits[r, n - 1 : n - 1 + t].float()
+        rows.append((torch.log_softmax(logits, -1), out.hidden_states[layer + 1][r, n - 1 : n - 1 + t]))
+    return rows
 
 
 def token_signals(
@@ -146,28 +147,79 @@ def token_signals(
     The hidden state compared is the one that predicts the token (position t-1), at ``layer``
     (default: two thirds of the way up).
     """
-    answer_ids = list(answer_ids)
-    if not answer_ids:
-        return []
+    return token_signals_batch(lm, [(prompt, masked_prompt, mismatched_prompt)], [answer_ids], layer)[0]
+
+
+def token_signals_batch(
+    lm: LocalLM,
+    prompts: Sequence[tuple[str, str, str]],
+    answers: Sequence[Sequence[int]],
+    layer: int | None = None,
+) -> list[list[TokenSignals]]:
+    """:func:`token_signals` of many answers: ``prompts[i]`` is (real, masked, mismatched) for ``answers[i]``;
+    the 3 x len(answers) teacher-forced passes run as one batch."""
     layer = (2 * lm.num_layers) // 3 if layer is None else layer
-    logp, hidden = _teacher_forced(lm, prompt, answer_ids, layer)
-    logp0, hidden0 = _teacher_forced(lm, masked_prompt, answer_ids, layer)
-    logpm, _ = _teacher_forced(lm, mismatched_prompt, answer_ids, layer)
-    target = torch.tensor(answer_ids, device=logp.device)[:, None]
-    chosen, chosen0, chosenm = (lp.gather(1, target)[:, 0].exp() for lp in (logp, logp0, logpm))
-    entropy = -(logp.exp() * logp).sum(-1)
-    cosine = torch.nn.functional.cosine_similarity(hidden.float(), hidden0.float(), dim=-1)
-    return [
-        TokenSignals(
-            token=lm.tokenizer.decode([tok]),
-            confidence=float(chosen[i]),
-            entropy=float(entropy[i]),
-            sensitivity=float(1 - cosine[i]),
-            p_masked=float(chosen0[i]),
-            p_mismatched=float(chosenm[i]),
+    keep = [i for i, a in enumerate(answers) if len(a)]
+    result: list[list[TokenSignals]] = [[] for _ in answers]
+    if not keep:
+        return result
+    flat = [prompts[i][j] for i in keep for j in range(3)]
+    passes = _teacher_forced_batch(lm, flat, [answers[i] for i in keep for _ in range(3)], layer)
+    for k, i in enumerate(keep):
+        (logp, hidden), (logp0, hidden0), (logpm, _) = passes[3 * k : 3 * k + 3]
+        target = torch.tensor(list(answers[i]), device=logp.device)[:, None]
+        chosen, chosen0, chosenm = (lp.gather(1, target)[:, 0].exp() for lp in (logp, logp0, logpm))
+        entropy = -(logp.exp() * logp).sum(-1)
+        cosine = torch.nn.functional.cosine_similarity(hidden.float(), hidden0.float(), dim=-1)
+        result[i] = [
+            TokenSignals(
+                token=lm.tokenizer.decode([tok]),
+                confidence=float(chosen[t]),
+                entropy=float(entropy[t]),
+                sensitivity=float(1 - cosine[t]),
+                p_masked=float(chosen0[t]),
+                p_mismatched=float(chosenm[t]),
+            )
+            for t, tok in enumerate(answers[i])
+        ]
+    return result
+
+
+def answer_tokens(lm: LocalLM, prompt: str, max_new_tokens: int = 10) -> list[int]:
+    """Greedy answer ids, cut at the end of the first line / sentence."""
+    return answer_tokens_batch(lm, [prompt], max_new_tokens)[0]
+
+
+def answer_tokens_batch(lm: LocalLM, prompts: Sequence[str], max_new_tokens: int = 10) -> list[list[int]]:
+    """:func:`answer_tokens` of many prompts in one left-padded greedy generation."""
+    encoded = [lm.encode(p) for p in prompts]
+    width = max(len(e) for e in encoded)
+    pad = int(lm.tokenizer.pad_token_id)
+    ids = torch.tensor([[pad] * (width - len(e)) + e for e in encoded], device=lm.device)
+    mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=lm.device)
+    with torch.no_grad():
+        out = lm.model.generate(
+            ids,
+            attention_mask=mask,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=pad,
+            top_p=None,
+            top_k=None,
         )
-        for i, tok in enumerate(answer_ids)
-    ]
+    answers = []
+    special = set(lm.tokenizer.all_special_ids)
+    for row in out[:, width:].tolist():
+        kept = []
+        for tok in row:
+            text = lm.tokenizer.decode([tok])
+            if tok == lm.tokenizer.eos_token_id or "\n" in text or tok in special:
+                break
+            kept.append(tok)
+            if text.strip().endswith("."):
+                break
+        answers.append(kept)
+    return answers
 
 
 # ---------------------------------------------------------------------------------------------- calibration
@@ -284,241 +336,8 @@ def auc(scores: Sequence[float], positives: Sequence[bool]) -> float:
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s))
-    sorted_s = s[order]
-    i = 0
-    while i < len(s):  # average ranks over ties
-        j = i
-        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
+    # average ranks over ties: a tie group occupying ranks i+1 .. i+c gets i + (c + 1) / 2
+    _, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
+    starts = np.cumsum(counts) - counts
+    ranks = (starts + (counts + 1) / 2)[inverse]
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-# ---------------------------------------------------------------------------------------------- the task
-_NAMES = [
-    *("Mara", "Teo", "Ilka", "Bruno", "Sven", "Nadia", "Omar", "Lina"),
-    *("Pavel", "Rosa", "Ugo", "Vera", "Kofi", "Elin", "Dario", "Freya"),
-]
-_ATTRIBUTES = {
-    "city": (
-        "{n} lives in {v}.",
-        "In which city does {n} live?",
-        ["Lisbon", "Oslo", "Cairo", "Lima", "Dublin", "Vienna", "Prague", "Tokyo", "Madrid", "Athens"],
-    ),
-    "job": (
-        "{n} works as a {v}.",
-        "What is {n}'s job?",
-        ["baker", "pilot", "nurse", "farmer", "painter", "teacher", "plumber", "dentist", "chef", "lawyer"],
-    ),
-    "pet": (
-        "{n} has a pet {v}.",
-        "What pet does {n} have?",
-        ["parrot", "rabbit", "turtle", "hamster", "goat", "cat", "dog", "snake", "horse", "goldfish"],
-    ),
-    "color": (
-        "{n}'s favourite colour is {v}.",
-        "What is {n}'s favourite colour?",
-        ["green", "purple", "orange", "yellow", "blue", "red", "pink", "brown", "grey", "black"],
-    ),
-}
-
-
-@dataclass
-class GroundingItem:
-    notes: list[str]
-    question: str
-    reference: str
-    degraded: bool
-    """The answering note was removed from the context."""
-
-
-def make_items(n: int, seed: int = 0, degraded_fraction: float = 0.5) -> list[GroundingItem]:
-    """Questions over three or four short notes; a ``degraded_fraction`` lose the note that answers them."""
-    rng = random.Random(seed)
-    items = []
-    for i in range(n):
-        names = rng.sample(_NAMES, 4)
-        kinds = rng.sample(list(_ATTRIBUTES), 4)
-        notes, facts = [], []
-        for name, kind in zip(names, kinds):
-            template, question, values = _ATTRIBUTES[kind]
-            value = rng.choice(values)
-            notes.append(template.format(n=name, v=value))
-            facts.append((name, kind, value, question))
-        target = rng.randrange(4)
-        name, kind, value, question = facts[target]
-        degraded = i < int(round(degraded_fraction * n))
-        shown = [note for j, note in enumerate(notes) if not (degraded and j == target)]
-        items.append(GroundingItem(shown, question.format(n=name), value, degraded))
-    rng.shuffle(items)
-    return items
-
-
-def qa_prompt(lm: LocalLM, notes: Sequence[str], question: str) -> str:
-    notes_text = " ".join(notes) if notes else "(no notes)"
-    return lm.chat_text(f"Notes: {notes_text}\nAnswer the question in one word.\nQuestion: {question}")
-
-
-def answer_tokens(lm: LocalLM, prompt: str, max_new_tokens: int = 10) -> list[int]:
-    """Greedy answer ids, cut at the end of the first line / sentence."""
-    ids = torch.tensor([lm.encode(prompt)], device=lm.device)
-    with torch.no_grad():
-        out = lm.model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=lm.tokenizer.pad_token_id,
-            top_p=None,
-            top_k=None,
-        )
-    new = out[0, ids.shape[1] :].tolist()
-    kept = []
-    for tok in new:
-        text = lm.tokenizer.decode([tok])
-        if tok == lm.tokenizer.eos_token_id or "\n" in text or tok in lm.tokenizer.all_special_ids:
-            break
-        kept.append(tok)
-        if text.strip().endswith("."):
-            break
-    return kept
-
-
-def _content(token: str) -> str:
-    return "".join(ch for ch in token.lower() if ch.isalnum())
-
-
-_FILLER = {
-    *("the", "a", "an", "is", "as", "in", "of", "to", "it", "this", "that", "answer"),
-    *("question", "one", "word", "lives", "live", "works", "work", "has", "have", "pet", "job", "city"),
-    *("favourite", "favorite", "colour", "color", "s", "does", "what", "which", "notes"),
-}
-
-
-def label_tokens(tokens: Sequence[str], reference: str, question: str = "") -> list[bool | None]:
-    """True = hallucinated (content in neither the reference nor the question), False = grounded (part of the
-    reference), None = not scored (punctuation, filler, words copied from the question such as the name)."""
-    ref = reference.lower()
-    asked = {_content(w) for w in question.split()}
-    labels: list[bool | None] = []
-    for tok in tokens:
-        content = _content(tok)
-        if not content or content in _FILLER or len(content) < 2:
-            labels.append(None)
-        elif content in ref:
-            labels.append(False)
-        elif content in asked:
-            labels.append(None)
-        else:
-            labels.append(True)
-    return labels
-
-
-@dataclass
-class GroundingResult:
-    tokens: int
-    hallucinated_tokens: int
-    sentences: int
-    hallucinated_sentences: int
-    token_auc: dict[str, float] = field(default_factory=dict)
-    sentence_auc: dict[str, float] = field(default_factory=dict)
-    """Sentence scores pooled over all T answer tokens (the paper's sentence score)."""
-    sentence_auc_content: dict[str, float] = field(default_factory=dict)
-    """The same pooled over the scored content tokens only."""
-    calibration: dict[str, Any] = field(default_factory=dict)
-    examples: list[dict[str, Any]] = field(default_factory=list)
-
-
-#: token-level detection scores (higher = more likely hallucinated)
-_TOKEN_SCORES: dict[str, Callable[[TokenSignals], float]] = {
-    "reliability": lambda s: -s.reliability,
-    "meta": lambda s: -s.meta,
-    "counterfactual log margin": lambda s: -s.log_margin,
-    "counterfactual prob margin": lambda s: -s.prob_margin,
-    "masked-only log margin": lambda s: -s.masked_log_margin,
-    "sensitivity": lambda s: -s.sensitivity,
-    "confidence": lambda s: -s.confidence,
-    "entropy": lambda s: s.entropy,
-}
-
-
-def _sentence_scores(signals: Sequence[TokenSignals]) -> dict[str, float]:
-    """Sentence-level detection scores (higher = more likely hallucinated) over the given tokens."""
-    return {
-        "reliability": -sentence_score([s.reliability for s in signals]),
-        "meta": -sentence_score([s.meta for s in signals]),
-        "confidence": -sum(s.confidence for s in signals) / len(signals),
-        "entropy": sum(s.entropy for s in signals) / len(signals),
-    }
-
-
-def run_grounding(
-    lm: LocalLM,
-    n_items: int = 60,
-    seed: int = 0,
-    layer: int | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-) -> GroundingResult:
-    """Generate answers (half from degraded contexts), score tokens, fit both calibrations on the first half
-    of the items and report detection AUCs on the second half.
-
-    The mismatched context of item i is the notes of item i+1 (cyclically): another item's context, as the
-    paper pairs a translation with another sample's video.
-    """
-    items = make_items(n_items, seed)
-    records = []
-    for i, item in enumerate(items):
-        other = items[(i + 1) % len(items)].notes if len(items) > 1 else list(DEFAULT_MISMATCHED_NOTES)
-        prompt = qa_prompt(lm, item.notes, item.question)
-        masked = qa_prompt(lm, [], item.question)
-        mismatched = qa_prompt(lm, other, item.question)
-        ids = answer_tokens(lm, prompt)
-        signals = token_signals(lm, prompt, masked, mismatched, ids, layer)
-        labels = label_tokens([s.token for s in signals], item.reference, item.question)
-        records.append((item, signals, labels))
-        if progress is not None:
-            progress(i + 1, n_items, f"{item.question} -> {lm.decode(ids)!r}")
-    half = len(records) // 2
-    calib = [(s, not y) for _, sig, lab in records[:half] for s, y in zip(sig, lab) if y is not None]
-    calibration = fit_calibrations([s for s, _ in calib], [g for _, g in calib])
-    tok_sig, tok_hal = [], []
-    sent_all: dict[str, list[float]] = {}
-    sent_content: dict[str, list[float]] = {}
-    sent_hal = []
-    examples = []
-    for item, signals, labels in records[half:]:
-        calibration.apply(signals)
-        content = [(s, y) for s, y in zip(signals, labels) if y is not None]
-        tok_sig += [s for s, _ in content]
-        tok_hal += [y for _, y in content]
-        if content:
-            # an answer is hallucinated when it does not give the reference (wrong or made up)
-            sent_hal.append(item.reference.lower() not in "".join(s.token for s in signals).lower())
-            for pooled, scores in ((signals, sent_all), ([s for s, _ in content], sent_content)):
-                for name, value in _sentence_scores(pooled).items():
-                    scores.setdefault(name, []).append(value)
-        if len(examples) < 6:
-            examples.append(
-                {
-                    "question": item.question,
-                    "degraded": item.degraded,
-                    "reference": item.reference,
-                    "answer": "".join(s.token for s in signals),
-                    "reliability": [round(s.reliability, 3) for s in signals],
-                    "meta": [round(s.meta, 3) for s in signals],
-                }
-            )
-    return GroundingResult(
-        tokens=len(tok_sig),
-        hallucinated_tokens=int(sum(tok_hal)),
-        sentences=len(sent_hal),
-        hallucinated_sentences=int(sum(sent_hal)),
-        token_auc={name: auc([f(s) for s in tok_sig], tok_hal) for name, f in _TOKEN_SCORES.items()},
-        sentence_auc={k: auc(v, sent_hal) for k, v in sent_all.items()},
-        sentence_auc_content={k: auc(v, sent_hal) for k, v in sent_content.items()},
-        calibration=calibration.to_json(),
-        examples=examples,
-    )

@@ -14,8 +14,9 @@ from embodia.agents.tools.registry import InputPath, Progress, no_progress, tool
 class TokenPerceptionArgs:
     """Arguments of ``token_perception``."""
 
-    task: Literal["count", "colour", "mixed"] = "mixed"
-    """Question kind: count squares of a colour, the colour at a grid cell, or both (ignored with ``model``,
+    task: Literal["count", "colour", "mixed", "total"] = "mixed"
+    """Question kind: count squares of a colour, the colour at a grid cell, both, or the templated two-colour
+    count with its total (ignored with ``model``,
     which knows its task)."""
     seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
     """Seed of the questions, the perturbation and the on-the-fly model."""
@@ -48,7 +49,13 @@ def token_perception(args: TokenPerceptionArgs, progress: Progress = no_progress
     else:
         task = args.task
         torch.manual_seed(args.seed)
-        model = vlm.sft(vlm.TinyVLM(), task, args.sft_steps, args.seed, log=lambda d, t, m: progress(d, t, m))
+        model = vlm.sft(
+            vlm.TinyVLM(vlm.VLMConfig.for_task(task)),
+            task,
+            args.sft_steps,
+            args.seed,
+            log=lambda d, t, m: progress(d, t, m),
+        )
     images, prompts, answers = tasks.make_batch(task, args.n, 777_000 + args.seed)
     samples = vlm.generate(model, images, prompts, greedy=True)
     perturbed = vppo.perturb(images, args.perturbation, torch.Generator().manual_seed(args.seed))

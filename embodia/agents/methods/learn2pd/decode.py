@@ -10,6 +10,14 @@ c_i = max_v p_i(v), and unmasks a set A of positions (never empty):
     filter+eotp  as filter, and End-of-Text Prediction: once an [EOT] prediction at position j is
                  accepted, every masked position after j becomes [EOT] in the same pass.
 
+With ``block`` (LLaDA's semi-autoregressive decoding, which the paper evaluates with: generation length
+256-1024 in blocks of 32), only the masked positions of the leftmost block that still has any are
+candidates for A, so every block costs at least one pass; the confidence fallback, threshold and filter
+act within that block, while EoTP fills [EOT] over all later blocks — which is why it saves passes on a
+long padding tail. ``block=None`` is one block over the whole answer. As in LLaDA's ``generate.py``
+(ML-GSAI/LLaDA: confidences past the current block set to -inf), blocks are decoded left to right;
+Learn2PD's own code was not in the sources read here, so the block semantics follow LLaDA's.
+
 Decoding ends when no position is masked. ``one`` needs exactly L passes for an answer of L positions;
 the others at most L. Features of f_phi (:func:`features`): confidence, entropy, top-2 margin, relative
 position, fraction of the answer already unmasked, and whether the prediction is [EOT].
@@ -58,12 +66,14 @@ def parallel_decode(
     accept_filter: Callable[[torch.Tensor], torch.Tensor] | None = None,
     filter_threshold: float = 0.9,
     on_step: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None,
+    block: int | None = None,
 ) -> DecodeResult:
     """Decode ``answer_len`` tokens after ``prompt`` (``[P]`` or ``[B, P]``) with ``strategy``.
 
     ``accept_filter`` maps features ``[..., N_FEATURES]`` to acceptance probabilities (needed by the
     filter strategies), accepted where at least ``filter_threshold`` (rho).
-    ``on_step(rows, feats, preds, masked)`` sees every pass (trace collection).
+    ``on_step(rows, feats, preds, candidates)`` sees every pass (trace collection); ``candidates`` are the
+    masked positions of the current block. ``block``: block length of semi-autoregressive decoding.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
@@ -74,6 +84,7 @@ def parallel_decode(
     b, p = prompt.shape
     answer = torch.full((b, answer_len), VOCAB.mask, dtype=torch.long)
     passes = torch.zeros(b, dtype=torch.long)
+    block_of = torch.arange(answer_len) // (block or answer_len)
     while True:
         masked = answer == VOCAB.mask
         rows = masked.any(dim=1).nonzero().squeeze(1)
@@ -86,6 +97,8 @@ def parallel_decode(
         probs = logits.softmax(-1)
         conf, pred = probs.max(-1)
         feats = features(probs, m)
+        current = torch.where(m, block_of, answer_len).min(dim=1, keepdim=True).values
+        m = m & (block_of[None] == current)
         if on_step is not None:
             on_step(rows, feats, pred, m)
         best = torch.where(m, conf, torch.tensor(-1.0)).argmax(dim=1)

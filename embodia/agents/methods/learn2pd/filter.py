@@ -41,14 +41,17 @@ class AcceptFilter(nn.Module):
         return torch.sigmoid(self.logits(x))
 
 
-def collect_traces(model, prompts: torch.Tensor, answer_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Features ``[N, N_FEATURES]`` and labels ``[N]`` from one-token decoding of ``prompts``."""
+def collect_traces(
+    model, prompts: torch.Tensor, answer_len: int, block: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Features ``[N, N_FEATURES]`` and labels ``[N]`` from one-token decoding of ``prompts`` (positions of
+    the current block only when ``block`` is set: those the filter is asked about at decoding time)."""
     steps: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
 
     def record(rows, feats, preds, masked):
         steps.append((rows, feats, preds, masked))
 
-    final = parallel_decode(model, prompts, answer_len, "one", on_step=record).tokens
+    final = parallel_decode(model, prompts, answer_len, "one", on_step=record, block=block).tokens
     xs, ys = [], []
     for rows, feats, preds, masked in steps:
         xs.append(feats[masked])
@@ -84,9 +87,12 @@ def evaluate(
     threshold: float = 0.9,
     accept_filter=None,
     filter_threshold: float = 0.9,
+    block: int | None = None,
 ) -> dict:
     """Accuracy (:func:`~.tasks.check`) and mean forward passes of ``strategy`` on ``prompts``."""
-    out = parallel_decode(model, prompts, answer_len, strategy, threshold, accept_filter, filter_threshold)
+    out = parallel_decode(
+        model, prompts, answer_len, strategy, threshold, accept_filter, filter_threshold, block=block
+    )
     return {
         "accuracy": check(task, prompts, out.tokens).float().mean().item(),
         "passes": out.passes.float().mean().item(),

@@ -28,10 +28,24 @@ class LMConfig:
     """Size of the model and of its rows."""
 
     max_len: int = 8
+    """Most digits in a prompt (the prompt region is ``max_len + 1`` positions with [SEP])."""
     d_model: int = 64
+    """Width of the transformer."""
     heads: int = 4
+    """Attention heads."""
     layers: int = 2
+    """Transformer layers."""
     task: str = "sort"
+    """Task the model is trained on (:data:`~.tasks.TASKS`)."""
+    answer_len: int | None = None
+    """Positions of the answer region (content + [EOT] padding); ``None``: ``max_len``."""
+    min_len: int = 2
+    """Fewest digits in a prompt."""
+
+    @property
+    def answer(self) -> int:
+        """Positions of the answer region."""
+        return self.max_len if self.answer_len is None else self.answer_len
 
 
 class MaskedDiffusionLM(nn.Module):
@@ -40,7 +54,7 @@ class MaskedDiffusionLM(nn.Module):
     def __init__(self, config: LMConfig) -> None:
         super().__init__()
         self.config = config
-        self.length = 2 * config.max_len + 1
+        self.length = config.max_len + 1 + config.answer
         self.tok = nn.Embedding(VOCAB.size, config.d_model)
         self.pos = nn.Embedding(self.length, config.d_model)
         layer = nn.TransformerEncoderLayer(
@@ -79,7 +93,7 @@ def train_lm(
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
     p = config.max_len + 1
     for step in range(steps):
-        prompts, answers = make_batch(config.task, batch, config.max_len, gen)
+        prompts, answers = make_batch(config.task, batch, config.max_len, gen, config.answer, config.min_len)
         t = torch.rand(batch, generator=gen).clamp_min(1e-3)
         masked = torch.rand(answers.shape, generator=gen) < t[:, None]
         x = torch.cat([prompts, torch.where(masked, VOCAB.mask, answers)], dim=1)

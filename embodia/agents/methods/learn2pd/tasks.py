@@ -1,8 +1,9 @@
 """Tasks with checkable answers for the masked-diffusion LM.
 
-Every example is a fixed-length row ``prompt | [SEP] | answer``: the prompt is a digit string of 2 to
-``max_len`` digits padded with [EOT], the answer region has ``max_len`` positions holding the answer
-followed by [EOT] padding (so End-of-Text Prediction has something to skip). Tasks: ``copy`` (the digits),
+Every example is a fixed-length row ``prompt | [SEP] | answer``: the prompt is a digit string of
+``min_len`` (default 2) to ``max_len`` digits padded with [EOT], the answer region has ``answer_len``
+positions (default ``max_len``) holding the answer followed by [EOT] padding (so End-of-Text Prediction has
+something to skip; with ``answer_len`` 48 and 3-10 digits, at least 38 of the 48 positions are padding). Tasks: ``copy`` (the digits),
 ``reverse`` (reversed), ``sort`` (ascending) and ``shuffle`` (any permutation of the digits: training
 answers are random permutations, so the model's distribution over answers has many modes and positions
 decoded in the same pass can disagree — e.g. repeat a digit — which is where parallel decoding can fail).
@@ -44,14 +45,25 @@ def _answer(task: str, digits: list[int], generator: torch.Generator | None = No
 
 
 def make_batch(
-    task: str, n: int, max_len: int, generator: torch.Generator
+    task: str,
+    n: int,
+    max_len: int,
+    generator: torch.Generator,
+    answer_len: int | None = None,
+    min_len: int = 2,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` examples: prompts ``[n, max_len + 1]`` (digits, [EOT] padding, [SEP]) and answers ``[n, max_len]``."""
+    """``n`` examples: prompts ``[n, max_len + 1]`` (``min_len``-``max_len`` digits, [EOT] padding, [SEP]) and
+    answers ``[n, answer_len]`` (``answer_len`` defaults to ``max_len``; it may not be shorter)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+    answer_len = max_len if answer_len is None else answer_len
+    if answer_len < max_len or not 1 <= min_len <= max_len:
+        raise ValueError(
+            f"need 1 <= min_len <= max_len <= answer_len, got {min_len}, {max_len}, {answer_len}"
+        )
     prompts = torch.full((n, max_len + 1), VOCAB.eot, dtype=torch.long)
-    answers = torch.full((n, max_len), VOCAB.eot, dtype=torch.long)
-    lengths = torch.randint(2, max_len + 1, (n,), generator=generator)
+    answers = torch.full((n, answer_len), VOCAB.eot, dtype=torch.long)
+    lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)
     digits = torch.randint(0, 10, (n, max_len), generator=generator)
     for i in range(n):
         k = int(lengths[i])
@@ -64,7 +76,9 @@ def make_batch(
 
 def check(task: str, prompts: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Whether each decoded answer ``[B, L]`` is right for its prompt (bool ``[B]``)."""
-    digits = prompts[:, : tokens.shape[1]]
+    width = tokens.shape[1]
+    digits = prompts[:, :-1]
+    digits = torch.cat([digits, digits.new_full((len(digits), width - digits.shape[1]), VOCAB.eot)], dim=1)
     if task != "shuffle":
         rows = [[d for d in row if d < 10] for row in digits.tolist()]
         want = torch.tensor([_answer(task, d) + [VOCAB.eot] * (tokens.shape[1] - len(d)) for d in rows])

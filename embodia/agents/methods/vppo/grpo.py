@@ -44,12 +44,18 @@ def clipped_surrogate(
     token_advantages: torch.Tensor,
     token_mask: torch.Tensor,
     clip: float = 0.2,
+    loss_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``-sum(min(rho A, clip(rho) A) * mask) / sum(mask)`` over tokens ``[B, T]``."""
+    """``-sum(min(rho A, clip(rho) A) * loss_mask) / sum(token_mask)`` over tokens ``[B, T]``.
+
+    ``loss_mask`` (default ``token_mask``) selects the tokens that carry loss; the average is always over
+    all response tokens, as the authors' ``average_loss(..., mode="token")``.
+    """
     ratio = (logp - old_logp).exp()
     surrogate = torch.minimum(ratio * token_advantages, ratio.clamp(1 - clip, 1 + clip) * token_advantages)
     mask = token_mask.float()
-    return -(surrogate * mask).sum() / mask.sum().clamp_min(1.0)
+    keep = mask if loss_mask is None else loss_mask.float() * mask
+    return -(surrogate * keep).sum() / mask.sum().clamp_min(1.0)
 
 
 def grpo_loss(logp, old_logp, advantages, token_mask, clip: float = 0.2) -> torch.Tensor:
@@ -64,30 +70,40 @@ class RLConfig:
     method: str = "grpo"
     """``grpo`` or ``vppo``."""
     steps: int = 60
+    """RL steps (one batch of rollouts each)."""
     prompts: int = 16
     """Prompts per step."""
     group: int = 8
     """Answers sampled per prompt (G)."""
     lr: float = 1e-3
+    """AdamW learning rate."""
     epochs: int = 2
     """Optimiser steps per batch of rollouts (the first has rho = 1)."""
     clip: float = 0.2
+    """PPO ratio clip epsilon."""
     beta: float = 0.0
     """Weight of the k3 KL to the starting policy (0: none)."""
     top_k: float = 0.4
-    """VPPO: fraction of each answer's tokens (by perception) that receive gradient."""
-    shaping: tuple[float, float] = (0.5, 1.5)
-    """VPPO: range the trajectory advantage scale is min-max normalised to."""
+    """VPPO: fraction of each answer's tokens (by perception) that receive gradient (authors' script: 0.4)."""
+    scaling_min: float = 0.9
+    """VPPO: lower end ``a`` of the trajectory advantage scale (authors' ``advantage_scaling_min``: 0.9 in
+    their training script, 0.8 as their config default)."""
+    perception: str = "k3"
+    """VPPO: ``k3`` (the authors' estimate from the sampled token) or ``exact`` (the KL over the vocabulary)."""
     perturbation: str = "patches"
+    """VPPO: how the image is perturbed for perception (:data:`.vppo.PERTURBATIONS`)."""
     eval_every: int = 10
+    """Evaluate held-out accuracy every this many steps (and at the last)."""
 
 
 def train_rl(model, task: str, config: RLConfig, seed: int, eval_batch, log: Callable | None = None) -> list:
     """RL-train ``model`` in place; returns ``[(step, held-out greedy accuracy), ...]`` (step 0 included)."""
-    from embodia.agents.methods.vppo.vppo import perturb, token_perception, vppo_loss
+    from embodia.agents.methods.vppo.vppo import k3_perception, perturb, token_perception, vppo_loss
 
     if config.method not in ("grpo", "vppo"):
         raise ValueError(f"unknown method {config.method!r}")
+    if config.perception not in ("k3", "exact"):
+        raise ValueError(f"unknown perception estimate {config.perception!r}")
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     reference = copy.deepcopy(model).eval() if config.beta > 0 else None
@@ -109,7 +125,11 @@ def train_rl(model, task: str, config: RLConfig, seed: int, eval_batch, log: Cal
             perception = None
             if config.method == "vppo":
                 perturbed = perturb(images, config.perturbation, gen)
-                perception = token_perception(model, images, perturbed, prompts, samples)
+                if config.perception == "k3":
+                    aug_logp, _ = token_logprobs(model, perturbed, prompts, samples)
+                    perception = k3_perception(old_logp, aug_logp)
+                else:
+                    perception = token_perception(model, images, perturbed, prompts, samples)
             ref_logp = (
                 token_logprobs(reference, images, prompts, samples)[0] if reference is not None else None
             )
@@ -120,7 +140,14 @@ def train_rl(model, task: str, config: RLConfig, seed: int, eval_batch, log: Cal
                 loss = grpo_loss(logp, old_logp, advantages, mask, config.clip)
             else:
                 loss = vppo_loss(
-                    logp, old_logp, advantages, mask, perception, g, config.top_k, config.shaping, config.clip
+                    logp,
+                    old_logp,
+                    advantages,
+                    mask,
+                    perception,
+                    config.top_k,
+                    config.scaling_min,
+                    config.clip,
                 )
             if ref_logp is not None:
                 d = ref_logp - logp

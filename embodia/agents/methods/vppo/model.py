@@ -14,9 +14,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from embodia.agents.methods.vppo.tasks import ANSWER_LEN, BOS, INDEX, VOCAB_SIZE, correct, make_batch
+from embodia.agents.methods.vppo.tasks import BOS, INDEX, VOCAB_SIZE, correct, lengths, make_batch
 
-N_VISUAL, N_PROMPT = 9, 2
+N_VISUAL = 9
 
 
 @dataclass
@@ -24,8 +24,21 @@ class VLMConfig:
     """Sizes of :class:`TinyVLM`."""
 
     d_model: int = 48
+    """Width of the visual and word tokens."""
     heads: int = 4
+    """Attention heads per layer."""
     layers: int = 2
+    """Causal transformer layers."""
+    prompt_len: int = 2
+    """Question tokens (:func:`.tasks.lengths`)."""
+    answer_len: int = 2
+    """Answer tokens generated, [EOS] included (:func:`.tasks.lengths`)."""
+
+    @classmethod
+    def for_task(cls, kind: str, **sizes) -> VLMConfig:
+        """The config whose prompt and answer lengths fit questions of ``kind``."""
+        prompt_len, answer_len = lengths(kind)
+        return cls(prompt_len=prompt_len, answer_len=answer_len, **sizes)
 
 
 class TinyVLM(nn.Module):
@@ -41,7 +54,7 @@ class TinyVLM(nn.Module):
         self.register_buffer(
             "cell_ids", torch.tensor([INDEX[f"cell{i}"] for i in range(N_VISUAL)]), persistent=False
         )
-        self.pos = nn.Parameter(torch.randn(N_VISUAL + N_PROMPT + ANSWER_LEN, d) * 0.02)
+        self.pos = nn.Parameter(torch.randn(N_VISUAL + config.prompt_len + config.answer_len, d) * 0.02)
         layer = nn.TransformerEncoderLayer(
             d, config.heads, 2 * d, dropout=0.0, batch_first=True, norm_first=True
         )
@@ -58,7 +71,7 @@ class TinyVLM(nn.Module):
         x = x + self.pos[: x.shape[1]]
         mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
         h = self.decoder(x, mask=mask, is_causal=True)
-        return self.head(h[:, N_VISUAL + N_PROMPT :])
+        return self.head(h[:, N_VISUAL + self.config.prompt_len :])
 
     def answer_logits(
         self, images: torch.Tensor, prompts: torch.Tensor, answers: torch.Tensor
@@ -69,9 +82,9 @@ class TinyVLM(nn.Module):
 
 @torch.no_grad()
 def generate(model: nn.Module, images, prompts, greedy: bool = False, generator=None) -> torch.Tensor:
-    """Answers ``long [B, ANSWER_LEN]``, sampled at temperature 1 (or greedy)."""
+    """Answers ``long [B, model.config.answer_len]``, sampled at temperature 1 (or greedy)."""
     out = torch.zeros(len(prompts), 0, dtype=torch.long)
-    for _ in range(ANSWER_LEN):
+    for _ in range(model.config.answer_len):
         logits = model(images, prompts, out)[:, -1]
         if greedy:
             token = logits.argmax(-1)

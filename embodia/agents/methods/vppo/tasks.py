@@ -1,7 +1,10 @@
 """Verifiable visual questions rendered here: 24x24 images of coloured squares on a 3x3 grid.
 
 ``count``: "count <colour>" -> a digit; ``colour``: "colour <cell>" -> the colour word at that cell (or
-``none``). Every answer is two tokens (the answer word, then [EOS]) and is checked by exact match.
+``none``); both answers are two tokens (the answer word, then [EOS]). ``total``: "count <c1> <c2>" ->
+"<c1> <n1> <c2> <n2> total <n1+n2> [EOS]", a templated seven-token answer in which only the three digits
+depend on the image (the colour words, ``total`` and [EOS] are fixed by the question); :func:`image_positions`
+marks them. Every answer is checked by exact match.
 """
 
 from __future__ import annotations
@@ -10,19 +13,33 @@ import numpy as np
 import torch
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 190, 60), "blue": (50, 80, 230), "yellow": (230, 210, 40)}
-KINDS = ("count", "colour", "mixed")
+KINDS = ("count", "colour", "mixed", "total")
 GRID, CELL, SIZE = 3, 8, 24
 ANSWER_LEN = 2
+"""Answer length of ``count``, ``colour`` and ``mixed`` (``total``: :func:`lengths`)."""
 
 TOKENS = (
     ["<pad>", "<bos>", "<eos>", "count", "colour"]
     + [str(d) for d in range(10)]
     + [*COLOURS, "none"]
     + [f"cell{i}" for i in range(GRID * GRID)]
+    + ["total"]
 )
 INDEX = {t: i for i, t in enumerate(TOKENS)}
 PAD, BOS, EOS = INDEX["<pad>"], INDEX["<bos>"], INDEX["<eos>"]
 VOCAB_SIZE = len(TOKENS)
+
+
+def lengths(kind: str) -> tuple[int, int]:
+    """``(prompt tokens, answer tokens)`` of questions of ``kind``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown task {kind!r}; known: {', '.join(KINDS)}")
+    return (3, 7) if kind == "total" else (2, ANSWER_LEN)
+
+
+def image_positions(kind: str) -> list[bool]:
+    """Per answer position, whether its correct token depends on the image (rather than on the question)."""
+    return [False, True, False, True, False, True, False] if kind == "total" else [True, False]
 
 
 def render(cells: list[str | None]) -> np.ndarray:
@@ -36,10 +53,12 @@ def render(cells: list[str | None]) -> np.ndarray:
 
 
 def question(kind: str, seed: int, index: int) -> tuple[np.ndarray, list[int], list[int]]:
-    """One question: ``(image, prompt token ids [2], answer token ids [2])``, determined by its arguments."""
+    """One question: ``(image, prompt token ids, answer token ids)`` (:func:`lengths`), set by its arguments."""
     if kind not in KINDS:
         raise ValueError(f"unknown task {kind!r}; known: {', '.join(KINDS)}")
     rng = np.random.default_rng([seed, index])
+    if kind == "total":
+        return _total(rng)
     if kind == "mixed":
         kind = ("count", "colour")[int(rng.integers(2))]
     names = list(COLOURS)
@@ -51,6 +70,15 @@ def question(kind: str, seed: int, index: int) -> tuple[np.ndarray, list[int], l
         cell = int(rng.integers(GRID * GRID))
         prompt, answer = ["colour", f"cell{cell}"], cells[cell] or "none"
     return render(cells), [INDEX[t] for t in prompt], [INDEX[answer], EOS]
+
+
+def _total(rng: np.random.Generator) -> tuple[np.ndarray, list[int], list[int]]:
+    names = list(COLOURS)
+    cells = [names[int(rng.integers(4))] if rng.random() < 0.5 else None for _ in range(GRID * GRID)]
+    first, second = (names[int(i)] for i in rng.choice(4, size=2, replace=False))
+    n1, n2 = (sum(c == colour for c in cells) for colour in (first, second))
+    answer = [first, str(n1), second, str(n2), "total", str(n1 + n2)]
+    return render(cells), [INDEX[t] for t in ("count", first, second)], [INDEX[t] for t in answer] + [EOS]
 
 
 def make_batch(

@@ -1,18 +1,32 @@
 """VPPO's two changes to GRPO: token perception, top-k token filtering and trajectory advantage shaping.
 
-Token perception of answer token t (exact over the small vocabulary, not the paper's k3 sample estimate):
+Followed from the authors' code (huaixuheqing/VPPO-RL: ``verl/workers/actor/dp_actor.py``,
+``DataParallelPPOActor.update_policy``; ``verl/trainer/core_algos.py``, ``compute_policy_loss`` and
+``average_loss``; ``examples/configs/train_vppo_7b.sh`` for k = 0.4 and ``advantage_scaling_min`` = 0.9).
 
-    s_t = KL( pi(. | real image, q, y_<t) || pi(. | perturbed image, q, y_<t) )
+Token perception of answer token y_t (paper Eq. 3). The authors estimate it from the sampled token with k3:
 
-Perturbation ``patches``: each 8x8 patch (one grid cell) is blackened with probability 1/2 (at least one
-per image), as in the paper; ``blank``: the whole image black.
+    d_t = log pi(y_t | perturbed image, q, y_<t) - log pi_old(y_t | real image, q, y_<t)   (clamped to +-20)
+    s_t = clamp(exp(d_t) - d_t - 1, 0, 10)                                                 (:func:`k3_perception`)
 
-Filtering: in each answer, the ceil(k * T) tokens of highest s_t (ties: earlier token first) keep their
-advantage; the others get none. Shaping, within each group of G answers to one prompt, with
-S_i = mean_t s_it and [b_lo, b_hi] = ``shaping``:
+:func:`token_perception` is its expectation, the exact KL( pi(. | real) || pi(. | perturbed) ) over the small
+vocabulary (the tool reports it). Perturbation ``patches``: each 8x8 patch (one grid cell) is blackened with
+probability 1/2 (the authors' ``perc_utils.random_patch_blackening``, here with at least one patch per image);
+``blank``: the whole image black.
 
-    w_i = b_lo + (b_hi - b_lo) * (S_i - min_j S_j) / (max_j S_j - min_j S_j)   (w_i = 1 if max = min)
-    A'_i = w_i * A_i                                                            (w_i > 0: sign kept)
+Filtering (paper Eq. 6): in each answer, the ceil(k * T) tokens of highest s_t (ties: earlier token first)
+keep their advantage; the others get none. The clipped objective is then averaged over *all* response tokens
+of the batch (the authors' ``loss_avg_mode = "token"``: the filtered tokens count in the denominator with a
+zero loss), so a kept token's gradient has the same scale as under GRPO.
+
+Shaping (paper Eq. 5, in the authors' form), over the whole mini-batch (not per group), with
+S_i = mean_t s_it and a = ``scaling_min``:
+
+    n_i = clamp((S_i - min_j S_j) / (max_j S_j - min_j S_j), 0, 1)      (w_i = 1 for all if max - min <= 1e-6)
+    w_i = a + n_i * (1 - a) / (mean_j n_j + 1e-8)                       (w in [a, a + (1 - a) / mean n])
+    A'_i = w_i * A_i
+
+so the mean of w over the batch is exactly 1 and w > 0 keeps each advantage's sign.
 """
 
 from __future__ import annotations
@@ -67,24 +81,32 @@ def top_k_mask(perception: torch.Tensor, k: float, token_mask: torch.Tensor | No
     return (ranks < n_keep[:, None]) & token_mask
 
 
+def k3_perception(real_logp: torch.Tensor, perturbed_logp: torch.Tensor) -> torch.Tensor:
+    """The authors' per-token perception from the sampled tokens' log-probabilities (module docstring)."""
+    d = (perturbed_logp - real_logp).clamp(-20.0, 20.0)
+    return (d.exp() - d - 1).clamp(0.0, 10.0)
+
+
 def shape_advantages(
     advantages: torch.Tensor,
     perception: torch.Tensor,
-    group: int,
-    shaping: tuple[float, float] = (0.5, 1.5),
+    scaling_min: float = 0.9,
     token_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``A'_i = w_i A_i`` with ``w_i`` the group-min-max-normalised mean perception (module docstring)."""
+    """``A'_i = w_i A_i`` with ``w_i`` the batch-min-max-normalised mean perception mapped to
+    ``[a, a + (1 - a) / mean n]`` (module docstring)."""
     if token_mask is None:
         token_mask = torch.ones_like(perception, dtype=torch.bool)
     m = token_mask.float()
-    mean_s = ((perception * m).sum(1) / m.sum(1).clamp_min(1.0)).view(-1, group)
-    lo, hi = mean_s.min(dim=1, keepdim=True).values, mean_s.max(dim=1, keepdim=True).values
-    span = hi - lo
-    flat = span <= 1e-12
-    unit = (mean_s - lo) / torch.where(flat, torch.ones_like(span), span)
-    w = torch.where(flat, torch.ones_like(unit), shaping[0] + (shaping[1] - shaping[0]) * unit)
-    return advantages * w.view(-1)
+    valid = m.sum(1) > 0
+    score = (perception * m).sum(1) / m.sum(1).clamp_min(1.0)
+    w = torch.ones_like(score)
+    if int(valid.sum()) > 1:
+        lo, hi = score[valid].min(), score[valid].max()
+        if hi - lo > 1e-6:
+            n = ((score[valid] - lo) / (hi - lo)).clamp(0.0, 1.0)
+            w[valid] = scaling_min + n * (1.0 - scaling_min) / (n.mean() + 1e-8)
+    return advantages * w
 
 
 def vppo_loss(
@@ -93,18 +115,15 @@ def vppo_loss(
     advantages: torch.Tensor,
     token_mask: torch.Tensor,
     perception: torch.Tensor,
-    group: int,
     k: float = 0.4,
-    shaping: tuple[float, float] = (0.5, 1.5),
+    scaling_min: float = 0.9,
     clip: float = 0.2,
 ) -> torch.Tensor:
-    """The clipped GRPO objective with shaped advantages on the top-k perceptive tokens only.
-
-    Averaged over the kept tokens (the others carry no gradient).
-    """
-    shaped = shape_advantages(advantages, perception, group, shaping, token_mask)
+    """The clipped GRPO objective with shaped advantages on the top-k perceptive tokens only, averaged over
+    all response tokens (``token_mask``), the filtered ones counting as zero (module docstring)."""
+    shaped = shape_advantages(advantages, perception, scaling_min, token_mask)
     keep = top_k_mask(perception, k, token_mask)
-    return clipped_surrogate(logp, old_logp, shaped[:, None].expand_as(logp), keep, clip)
+    return clipped_surrogate(logp, old_logp, shaped[:, None].expand_as(logp), token_mask, clip, keep)
 
 
 def sparsity(perception: torch.Tensor, threshold: float = 0.05) -> dict[str, float]:
