@@ -1,7 +1,7 @@
 """Load Rerun's served web viewer in a real headless Chromium, collect its errors, save a screenshot.
 
     python scripts/viewer_screenshot.py URL --out viewer.png
-    python scripts/viewer_screenshot.py --rrd episodes.rrd --out viewer.png [--renderer webgl]
+    python scripts/viewer_screenshot.py --rrd episodes.rrd --out viewer.png [--renderer webgl] [--report r.json]
 
 Why: `embodia view STORE --serve` serves the Rerun web viewer for headless machines. Only a real browser
 proves that the page, its JavaScript and wasm load, that the viewer connects to the gRPC server and draws;
@@ -38,6 +38,8 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import dataclasses
+import faulthandler
 import fcntl
 import json
 import os
@@ -440,7 +442,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait", type=float, default=45.0, help="most seconds to wait after the load event")
     parser.add_argument("--size", type=int, nargs=2, default=(1400, 900), metavar=("WIDTH", "HEIGHT"))
     parser.add_argument("--renderer", choices=("webgl", "webgpu"), help="force the viewer's renderer")
+    parser.add_argument("--report", type=Path, help="also write the page report as JSON to this file")
     args = parser.parse_args(argv)
+    # SIGTERM unwinds (so Chromium and the rerun server are killed on the way out); SIGUSR1 prints every
+    # thread's stack, for a caller whose deadline ran out to see where this process waited.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     if (args.url is None) == (args.rrd is None):
         parser.error("give either a URL or --rrd FILE")
     if args.out.exists() and not args.overwrite:
@@ -462,7 +469,14 @@ def main(argv: list[str] | None = None) -> int:
     for line in report.errors:
         print(f"  ERROR {line}")
     print(f"screenshot: {report.screenshot}")
+    if args.report:
+        fields = {**dataclasses.asdict(report), "screenshot": str(report.screenshot), "ok": report.ok}
+        args.report.write_text(json.dumps(fields, indent=1))
     return 0 if report.ok else 1
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

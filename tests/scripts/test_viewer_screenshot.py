@@ -1,15 +1,21 @@
 """`scripts/viewer_screenshot.py`: the served Rerun web viewer loads in real headless Chromium and draws.
 
 A tiny recording (a sine as `rr.Scalars`, one 4-colour `rr.Image`) is served on free localhost ports, by
-the rerun CLI (`serve_rrd`), and a real navigation store by `embodia view STORE --serve`; the page must
+the rerun CLI (`--rrd`), and a real navigation store by `embodia view STORE --serve`; the page must
 answer 200, fetch its wasm, log no error, hear from the gRPC server, and the tiny recording's screenshot
 must show the image's red quadrant. Screenshots are test artefacts: kept in the pytest
 tmp dir and copied to `$EMBODIA_TEST_ARTEFACTS` when set.
+
+The recording is written and the page loaded in fresh processes, as a user runs them: the Rerun SDK and
+Chromium then never share the test process with what earlier tests left in it (a full-suite run once hung
+here and nowhere else). The script gets a generous deadline; past it, its threads' stacks are printed
+(SIGUSR1) and it is stopped (SIGTERM, which kills its Chromium and rerun server on the way out).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -17,18 +23,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from tests.conftest import ROOT
 
+SCRIPT = ROOT / "scripts" / "viewer_screenshot.py"
+DEADLINE_S = 600  # a load takes ~15-25 s on two idle cores
+
 
 @pytest.fixture(scope="module")
 def viewer_screenshot():
-    spec = importlib.util.spec_from_file_location(
-        "_viewer_screenshot", ROOT / "scripts" / "viewer_screenshot.py"
-    )
+    spec = importlib.util.spec_from_file_location("_viewer_screenshot", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -36,32 +44,57 @@ def viewer_screenshot():
     return module
 
 
-# The data, logged in this process (the .rrd) and in the SDK server's subprocess alike.
-_LOG_DATA = """
+# A sine, and an image whose left half is red and top half green: yellow, green, red, black quadrants.
+_WRITE_RRD = """
+import sys
+import numpy as np
+import rerun as rr
+
+recording = rr.RecordingStream("embodia_viewer_test")
+recording.save(sys.argv[1])
 for step in range(20):
     recording.set_time("step", sequence=step)
     recording.log("scalars/sin", rr.Scalars(np.sin(step / 3)))
 image = np.zeros((32, 48, 3), np.uint8)
-image[:, :24, 0] = 255  # left half red, top half green: yellow, green, red, black quadrants
+image[:, :24, 0] = 255
 image[:16, :, 1] = 200
 recording.log("camera/rgb", rr.Image(image))
+recording.flush(timeout_sec=60)
 """
 
 
-def _log_data(recording) -> None:
-    import rerun as rr
-
-    exec(_LOG_DATA, {"rr": rr, "np": np, "recording": recording})
-
-
 def _write_rrd(path: Path) -> Path:
-    import rerun as rr
-
-    recording = rr.RecordingStream("embodia_viewer_test")
-    _log_data(recording)
-    recording.save(path)
-    recording.flush()
+    subprocess.run([sys.executable, "-c", _WRITE_RRD, str(path)], check=True, timeout=DEADLINE_S)
+    assert path.stat().st_size > 0
     return path
+
+
+def _screenshot(tmp_path: Path, *args: str) -> SimpleNamespace:
+    """Run the script on a URL or `--rrd FILE`; its page report (it exits 0 or 1 with one)."""
+    report_file = tmp_path / "report.json"
+    command = [sys.executable, str(SCRIPT), *args, "--out", str(tmp_path / "viewer.png")]
+    process = subprocess.Popen(
+        [*command, "--report", str(report_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        output, _ = process.communicate(timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        process.terminate()
+        try:
+            output, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+        pytest.fail(f"viewer_screenshot.py still ran after {DEADLINE_S} s; its stacks:\n{output[-8000:]}")
+    assert process.returncode in (0, 1) and report_file.is_file(), output
+    report = json.loads(report_file.read_text())
+    return SimpleNamespace(**{**report, "screenshot": Path(report["screenshot"]), "output": output})
 
 
 def _check_drawn(report, tmp_path: Path, logged_red: bool = True) -> None:
@@ -88,8 +121,8 @@ def _check_drawn(report, tmp_path: Path, logged_red: bool = True) -> None:
 
 def test_rrd_served_by_the_rerun_cli_draws_in_chromium(viewer_screenshot, tmp_path):
     rrd = _write_rrd(tmp_path / "tiny.rrd")
-    with viewer_screenshot.serve_rrd(rrd) as url:
-        report = viewer_screenshot.load_viewer_page(url, tmp_path / "viewer.png")
+    report = _screenshot(tmp_path, "--rrd", str(rrd))
+    assert report.ok, report.output
     _check_drawn(report, tmp_path)
 
 
@@ -100,34 +133,39 @@ def test_embodia_view_serve_draws_a_store_in_chromium(viewer_screenshot, tmp_pat
     store = tmp_path / "nav.zarr"
     embodia.rollout("embodia/Nav-PointNav-v0", "expert", episodes=2, seed=0, max_steps=8, record=store)
     web_port, grpc_port = viewer_screenshot.free_port(), viewer_screenshot.free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "embodia.cli",
-            "view",
-            str(store),
-            "--out",
-            str(tmp_path / "nav.rrd"),
-            "--serve",
-            "--web-port",
-            str(web_port),
-            "--grpc-port",
-            str(grpc_port),
-        ],  # fmt: skip
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=ROOT,
-    )
+    log = tmp_path / "serve.log"
+    with log.open("w") as log_file:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "embodia.cli",
+                "view",
+                str(store),
+                "--out",
+                str(tmp_path / "nav.rrd"),
+                "--serve",
+                "--web-port",
+                str(web_port),
+                "--grpc-port",
+                str(grpc_port),
+            ],  # fmt: skip
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+        )
     try:
-        lines = [server.stdout.readline() for _ in range(2)]  # the export summary, then the URL
-        page = lines[1].split()[1] if lines[1].startswith("open ") else ""
-        assert page.startswith(f"http://localhost:{web_port}/?url="), "".join(lines)
-        deadline = time.monotonic() + 30
+        page = ""
+        deadline = time.monotonic() + DEADLINE_S
+        while not page and server.poll() is None and time.monotonic() < deadline:
+            lines = log.read_text().splitlines()  # the export summary, then "open URL  (Ctrl-C stops)"
+            page = next((line.split()[1] for line in lines if line.startswith("open ")), "")
+            time.sleep(0.2)
+        assert page.startswith(f"http://localhost:{web_port}/?url="), log.read_text()
         while time.monotonic() < deadline and not _answers(page):
             time.sleep(0.2)
-        report = viewer_screenshot.load_viewer_page(page, tmp_path / "viewer.png")
+        report = _screenshot(tmp_path, page)
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -135,7 +173,7 @@ def test_embodia_view_serve_draws_a_store_in_chromium(viewer_screenshot, tmp_pat
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    assert server.returncode == 0
+    assert server.returncode == 0, log.read_text()
     _check_drawn(report, tmp_path, logged_red=False)
 
 
