@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     path = write_results(
         args.results or default_results_path(name, quick=args.quick),
         {"skipping": skipping, "training": training},
-        name=name,
+        name=None if args.results else name,  # a --results path names the file it writes
         title=f"GateSkip on SmolLM2-135M-Instruct, recipe {args.recipe}: quality vs branch computations skipped",
         seeds=[args.seed],
         data={"config": config, "gate_profile": result.gate_profile, "history": result.history},

@@ -1,55 +1,81 @@
 """Laplacian-kernel attention with a Nystrom approximation and a Newton-Schulz landmark inverse.
 
 Paper: Z. Feng, S. Lian, C. Wang, M. Zhang, T. Tan, R. Xu, W. Meng and X. Zhang, "LaplacianFormer:
-Rethinking Linear Attention with Laplacian Kernel", ICLR 2026, arXiv:2604.20368.
+Rethinking Linear Attention with Laplacian Kernel", ICLR 2026, arXiv:2604.20368. The authors publish CUDA
+kernels for the L1 distance and the solver (``BirdWithDreams/LaplacianFormer``: ``src/NewtonInverse_cuda_kernel.cu``,
+``src/LaplaceSubtraction_cuda_kernel.cu``), not the model code; where the paper and those kernels differ, the
+kernels are followed and it is said below.
 
-Softmax similarity is replaced by the Laplacian kernel on the L1 distance,
+Kernel. Softmax similarity is replaced by the Laplacian kernel on the L1 distance,
 
-    k(q, k) = exp(-||q - k||_1 / lambda)                       (lambda ~ 4)
+    k(q, k) = exp(-||q - k||_1 / lambda),    lambda = 4,
 
-and attention is kernel smoothing with a row normaliser,
+on the *unscaled* queries and keys (the authors' distance kernel takes q and k as they come; the paper's
+lambda = 4 is chosen for them, so no head_dim^-1/2 factor is applied). :func:`laplacian_attention_exact` is
+kernel smoothing with the full N x N kernel, ``D^-1 K V``, ``D = diag(K 1)`` (the reference).
 
-    Attn(Q, K, V) = D^-1 K V,    K_ij = k(q_i, k_j),    D = diag(K 1).
+Nystrom approximation. Queries and keys are average-pooled into m landmarks L_q, L_k (m x d): for image
+tokens over 2-D windows of the h x w token grid (a sqrt(m) x sqrt(m) grid of landmarks), for sequences
+over contiguous segments (:func:`pool_landmarks`). With A = k(Q, L_k) (N x m), W = k(L_q, L_k) (m x m),
+B = k(L_q, K) (m x N):
 
-:func:`laplacian_attention_exact` computes this with the full N x N kernel (the reference for tests).
-
-Nystrom approximation. Queries and keys are average-pooled into m contiguous segments, giving landmarks
-L_q, L_k (m x d). With A = K(Q, L_k) (N x m), W = K(L_q, L_k) (m x m), B = K(L_q, K) (m x N):
-
-    K ~ A W^+ B,    Attn ~ (A (W^+ (B V))) / (A (W^+ (B 1)))
+    K ~ A W^-1 B,
 
 evaluated right to left, so nothing larger than N x m is ever formed (L1 distances by ``torch.cdist(p=1)``).
-With m = N the pooling is the identity and the approximation is exact (for invertible W).
 
-Newton-Schulz inverse (no SVD, no explicit inverse): X_{t+1} = X_t (2I - W X_t) from
+Newton-Schulz inverse, as the authors' CUDA kernel does it (``NewtonInverse_cuda_kernel.cu``): the matrix
+inverted is the ridge-regularised P = W + 0.01 I (their comment: without the ridge the iteration
+diverges), started from
 
-    X_0 = W^T / (||W||_1 ||W||_inf)
+    X_0 = alpha P,    alpha = 1.8 / (max_i sum_j P_ij)^2,
 
-(the classical initialisation that makes ||I - W X_0||_2 < 1 for nonsingular W, so the iteration converges
-quadratically to W^-1; for singular W it tends to the pseudo-inverse). ``iterations`` steps are run.
+and iterated X_{t+1} = 2 X_t - X_t P X_t (= X_t (2I - P X_t)). The paper's text states X_0 = alpha W^T with
+alpha from a norm of W; the kernel is followed. Its backward is the kernel's too: the gradient of an exact
+inverse, dL/dW = -X^T G X^T (G = dL/dX), not back-propagation through the iterations
+(:class:`NewtonSchulzInverse`). Row sums are taken of |P| (the same for the non-negative kernel matrices).
 
-Injective feature map. The paper argues that a low-rank (Nystrom) kernel loses fine-grained token
-information and adds a provably injective feature map before the kernel. What is implemented here is a
-simpler stand-in, stated honestly: phi(u_i) = W_phi u_i + gamma * s(i), a learned square linear map
-(identity at initialisation, so invertible until trained far) plus a learned per-head scale of a fixed
-sinusoidal encoding s(i) of the token position, applied to queries and keys. It makes identical tokens at
-different positions attend differently (the property the tests check); it is not the paper's construction and carries no
-injectivity proof beyond W_phi being invertible for a fixed position.
+Feature normalisation ("injective normalisation"). The paper normalises (whitens) the query-landmark
+kernel features A before they meet the landmark inverse, and drops the row normaliser D^-1:
 
-:class:`LaplacianAttention` is a multi-head block ``x (B, N, dim) -> (B, N, dim)`` like a standard
-attention block; queries and keys are scaled by head_dim^-1/2 before the kernel (as softmax attention
-scales its logits). :func:`laplacian_attention` is the functional form on (..., N, d) tensors.
+    A_hat = (A - mu) / sqrt(sigma^2 + eps),    out = A_hat W^-1 (B V),
+
+with mu, sigma^2 the mean and variance of each landmark column of A (eps = 1e-5). The paper's method text
+(its Eqs. 4-6, a diagonal whitening estimator) could not be read here: the definition above is taken from a
+public reproduction that cites those equations (``BirdWithDreams/atml-project-laplacianformer``,
+``src/models/laplacian_attn.py``), which estimates mu and sigma^2 over batch and tokens; here they are
+estimated over the tokens of each sample and head (so an output never depends on the other images of a batch)
+with the biased variance. Which axes the paper averages over, and whether it keeps a row normaliser, are
+not known. ``normalization="rows"`` keeps kernel smoothing instead, ``(A W^-1 B V) / (A W^-1 B 1)``, which
+approximates :func:`laplacian_attention_exact` (the error tables use it); the normaliser is clamped at 1e-6.
+
+Not reproduced: the paper's depth-wise convolution on V and its CUDA kernels. :class:`LaplacianAttention` is
+a multi-head block ``x (B, N, dim) -> (B, N, dim)`` configured by :class:`LaplacianAttentionConfig`;
+:func:`laplacian_attention` is the functional form on (..., N, d) tensors.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 from torch import nn
 
+from embodia.core.validation import validate
+
+#: the authors' ridge: P = W + RIDGE * I is what the Newton-Schulz kernel inverts
+RIDGE = 0.01
+#: the authors' initial scale: X_0 = alpha P, alpha = ALPHA_NUMERATOR / (max row sum of P)^2
+ALPHA_NUMERATOR = 1.8
+#: eps of the feature whitening
+WHITEN_EPS = 1e-5
 _EPS = 1e-6
+
+Normalization = Literal["whiten", "rows"]
 
 
 def laplacian_kernel(a: torch.Tensor, b: torch.Tensor, lam: float) -> torch.Tensor:
@@ -65,25 +91,79 @@ def laplacian_attention_exact(
     return (kernel @ v) / kernel.sum(-1, keepdim=True)
 
 
-def newton_schulz_inverse(w: torch.Tensor, iterations: int) -> torch.Tensor:
-    """X <- X (2I - W X) from X0 = W^T / (||W||_1 ||W||_inf), batched over leading dimensions."""
-    norm_1 = w.abs().sum(-2).amax(-1)  # max column sum
-    norm_inf = w.abs().sum(-1).amax(-1)  # max row sum
-    x = w.transpose(-1, -2) / (norm_1 * norm_inf)[..., None, None]
-    eye2 = 2 * torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+def regularised(w: torch.Tensor, ridge: float = RIDGE) -> torch.Tensor:
+    """P = W + ridge * I (batched over leading dimensions)."""
+    return w + ridge * torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+
+
+def initial_scale(p: torch.Tensor) -> torch.Tensor:
+    """alpha = 1.8 / (max row sum of |P|)^2 per matrix, shape (...,)."""
+    return ALPHA_NUMERATOR / p.abs().sum(-1).amax(-1) ** 2
+
+
+def _iterate(p: torch.Tensor, iterations: int) -> torch.Tensor:
+    x = initial_scale(p)[..., None, None] * p
     for _ in range(iterations):
-        x = x @ (eye2 - w @ x)
+        x = 2 * x - x @ p @ x
     return x
 
 
-def pool_landmarks(x: torch.Tensor, landmarks: int) -> torch.Tensor:
-    """Average of ``landmarks`` contiguous segments of the token axis: (..., N, d) -> (..., m, d)."""
+class NewtonSchulzInverse(torch.autograd.Function):
+    """X ~ (W + ridge I)^-1 by Newton-Schulz; backward dL/dW = -X^T G X^T (the authors' kernel's)."""
+
+    @staticmethod
+    def forward(ctx: Any, w: torch.Tensor, iterations: int, ridge: float) -> torch.Tensor:
+        with torch.no_grad():
+            x = _iterate(regularised(w, ridge), iterations)
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (x,) = ctx.saved_tensors
+        xt = x.transpose(-1, -2)
+        return -(xt @ grad @ xt), None, None
+
+
+def newton_schulz_inverse(w: torch.Tensor, iterations: int, ridge: float = RIDGE) -> torch.Tensor:
+    """(W + ridge I)^-1 by ``iterations`` Newton-Schulz steps from alpha P (batched); see the module docstring."""
+    return NewtonSchulzInverse.apply(w, iterations, ridge)
+
+
+def landmark_grid(landmarks: int) -> tuple[int, int]:
+    """The s x s grid of ``landmarks`` = s^2 image landmarks (ValueError if not a square)."""
+    side = math.isqrt(landmarks)
+    if side * side != landmarks:
+        raise ValueError(f"2-D landmark pooling needs a square number of landmarks, got {landmarks}")
+    return side, side
+
+
+def pool_landmarks(x: torch.Tensor, landmarks: int, grid: tuple[int, int] | None = None) -> torch.Tensor:
+    """Average-pooled landmarks: (..., N, d) -> (..., m, d); m >= N returns ``x``.
+
+    ``grid=None``: ``landmarks`` contiguous segments of the token axis (sequences). ``grid=(h, w)``: tokens
+    in raster order on an h x w image grid, pooled over 2-D windows into a sqrt(m) x sqrt(m) landmark grid
+    (adaptive average pooling; landmarks in raster order of that grid).
+    """
     n, d = x.shape[-2:]
     if landmarks >= n:
         return x
-    flat = x.reshape(-1, n, d).transpose(1, 2)
-    pooled = F.adaptive_avg_pool1d(flat, landmarks).transpose(1, 2)
-    return pooled.reshape(*x.shape[:-2], landmarks, d)
+    flat = x.reshape(-1, n, d).transpose(1, 2)  # (batch, d, N)
+    if grid is None:
+        pooled = F.adaptive_avg_pool1d(flat, landmarks)
+    else:
+        h, w = grid
+        if h * w != n:
+            raise ValueError(f"grid {h} x {w} does not hold {n} tokens")
+        pooled = F.adaptive_avg_pool2d(flat.reshape(-1, d, h, w), landmark_grid(landmarks)).flatten(2)
+    return pooled.transpose(1, 2).reshape(*x.shape[:-2], landmarks, d)
+
+
+def whiten(a: torch.Tensor, eps: float = WHITEN_EPS) -> torch.Tensor:
+    """(A - mu) / sqrt(sigma^2 + eps), mu and sigma^2 of each column over the token axis (-2)."""
+    mu = a.mean(-2, keepdim=True)
+    var = a.var(-2, unbiased=False, keepdim=True)
+    return (a - mu) / torch.sqrt(var + eps)
 
 
 def laplacian_attention(
@@ -93,12 +173,24 @@ def laplacian_attention(
     landmarks: int = 64,
     iterations: int = 6,
     lam: float = 4.0,
+    *,
+    ridge: float = RIDGE,
+    normalization: Normalization = "whiten",
+    grid: tuple[int, int] | None = None,
 ) -> torch.Tensor:
-    """Nystrom Laplacian attention on (..., N, d) tensors; memory O(N m), never an N x N tensor."""
-    lq, lk = pool_landmarks(q, landmarks), pool_landmarks(k, landmarks)
+    """Nystrom Laplacian attention on (..., N, d) tensors; memory O(N m), never an N x N tensor.
+
+    ``normalization="whiten"``: the paper's A_hat W^-1 B V; ``"rows"``: kernel smoothing that approximates
+    :func:`laplacian_attention_exact`. ``grid``: the (h, w) token grid of an image (2-D landmark pooling).
+    """
+    lq, lk = pool_landmarks(q, landmarks, grid), pool_landmarks(k, landmarks, grid)
     a = laplacian_kernel(q, lk, lam)  # N x m
-    w_inv = newton_schulz_inverse(laplacian_kernel(lq, lk, lam), iterations)  # m x m
+    w_inv = newton_schulz_inverse(laplacian_kernel(lq, lk, lam), iterations, ridge)  # m x m
     b = laplacian_kernel(lq, k, lam)  # m x N
+    if normalization == "whiten":
+        return whiten(a) @ (w_inv @ (b @ v))
+    if normalization != "rows":
+        raise ValueError(f"unknown normalization {normalization!r}")
     ones = torch.ones(*v.shape[:-1], 1, dtype=v.dtype, device=v.device)
     bv = b @ torch.cat([v, ones], dim=-1)  # m x (d + 1): values and the row normaliser together
     out = a @ (w_inv @ bv)
@@ -107,67 +199,58 @@ def laplacian_attention(
     return num / den
 
 
-def sinusoidal_positions(n: int, dim: int, device: torch.device | None = None) -> torch.Tensor:
-    """The fixed sinusoidal encoding s(i) of positions 0..n-1: (n, dim)."""
-    pos = torch.arange(n, dtype=torch.float32, device=device)[:, None]
-    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32, device=device) * (-math.log(10000.0) / dim))
-    enc = torch.zeros(n, dim, device=device)
-    enc[:, 0::2] = torch.sin(pos * freq)
-    enc[:, 1::2] = torch.cos(pos * freq)[:, : dim // 2]
-    return enc
+@dataclass
+class LaplacianAttentionConfig:
+    """Settings of :class:`LaplacianAttention` (the paper's and the authors' kernels' defaults)."""
 
-
-class InjectiveFeatureMap(nn.Module):
-    """phi(u_i) = W_phi u_i + gamma_h * s(i): a learned linear map (identity at start) plus a positional term.
-
-    Applied to queries and keys only: two copies of a token among other tokens get different attention rows
-    (so different outputs); values are left as they are.
-    """
-
-    def __init__(self, head_dim: int, heads: int, position_scale: float = 0.1) -> None:
-        super().__init__()
-        self.linear = nn.Linear(head_dim, head_dim, bias=False)
-        nn.init.eye_(self.linear.weight)
-        self.gamma = nn.Parameter(torch.full((heads, 1, 1), float(position_scale)))
-
-    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (B, H, N, d)
-        n, d = u.shape[-2:]
-        return self.linear(u) + self.gamma * sinusoidal_positions(n, d, u.device).to(u.dtype)
+    heads: Annotated[int, Field(ge=1, le=256)] = 4
+    """Number of attention heads (``dim`` must be divisible by it)."""
+    landmarks: Annotated[int, Field(ge=1, le=4096)] | None = 64
+    """Nystrom landmarks m (a square number for image tokens); None = the exact N x N kernel smoothing."""
+    iterations: Annotated[int, Field(ge=0, le=100)] = 6
+    """Newton-Schulz iterations of the landmark inverse."""
+    lam: Annotated[float, Field(gt=0, le=1000)] = 4.0
+    """Kernel width lambda in exp(-||q - k||_1 / lambda), on unscaled q and k."""
+    ridge: Annotated[float, Field(ge=0, le=10)] = RIDGE
+    """Ridge added to the landmark matrix before the inverse (the authors': 0.01)."""
+    normalization: Normalization = "whiten"
+    """``whiten``: the paper's normalised query-landmark features; ``rows``: kernel smoothing D^-1 K V."""
 
 
 class LaplacianAttention(nn.Module):
     """Multi-head Laplacian attention block: x (B, N, dim) -> (B, N, dim).
 
-    ``landmarks=None`` uses the exact kernel (quadratic; for small N and tests).
+    ``LaplacianAttention(dim, config)`` or ``LaplacianAttention(dim, heads=4, landmarks=16, ...)`` (keywords
+    are fields of :class:`LaplacianAttentionConfig`). ``forward(x, grid=(h, w))`` pools landmarks in 2-D
+    for image tokens in raster order; without ``grid`` along the sequence.
     """
 
-    def __init__(
-        self,
-        dim: int,
-        heads: int = 4,
-        landmarks: int | None = 64,
-        iterations: int = 6,
-        lam: float = 4.0,
-        feature_map: bool = True,
-    ) -> None:
+    def __init__(self, dim: int, config: LaplacianAttentionConfig | None = None, **fields: Any) -> None:
         super().__init__()
-        if dim % heads:
-            raise ValueError(f"dim {dim} is not divisible by heads {heads}")
-        self.heads, self.head_dim = heads, dim // heads
-        self.landmarks, self.iterations, self.lam = landmarks, iterations, lam
+        config = dataclasses.replace(config or LaplacianAttentionConfig(), **fields)
+        self.config = validate(LaplacianAttentionConfig, config, where="LaplacianAttention config")
+        if dim % self.config.heads:
+            raise ValueError(f"dim {dim} is not divisible by heads {self.config.heads}")
+        self.heads, self.head_dim = self.config.heads, dim // self.config.heads
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
-        self.feature_map = InjectiveFeatureMap(self.head_dim, heads) if feature_map else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, grid: tuple[int, int] | None = None) -> torch.Tensor:
         b, n, dim = x.shape
         q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        scale = self.head_dim**-0.5
-        q, k = q * scale, k * scale
-        if self.feature_map is not None:
-            q, k = self.feature_map(q), self.feature_map(k)
-        if self.landmarks is None:
-            out = laplacian_attention_exact(q, k, v, self.lam)
+        c = self.config
+        if c.landmarks is None:
+            out = laplacian_attention_exact(q, k, v, c.lam)
         else:
-            out = laplacian_attention(q, k, v, self.landmarks, self.iterations, self.lam)
+            out = laplacian_attention(
+                q,
+                k,
+                v,
+                c.landmarks,
+                c.iterations,
+                c.lam,
+                ridge=c.ridge,
+                normalization=c.normalization,
+                grid=grid,
+            )
         return self.proj(out.transpose(1, 2).reshape(b, n, dim))

@@ -1,6 +1,7 @@
-"""Flow-of-ranks: Eckart-Young for the factorisation, effective and energy rank by hand, the rank schedules
-under one budget, compression of plain and Hugging Face models, MASE by hand, learning, the tool over a
-real MCP client and the script's quick run."""
+"""Flow-of-ranks: the authors' depth power law of Q/K/V widths and their per-matrix singular-value threshold
+by hand, a power-law model that learns, Eckart-Young for the factorisation, effective and energy rank by
+hand, embodia's own schedules under one budget, compression of plain and Hugging Face models, MASE by hand,
+the tool over a real MCP client and the script's quick run."""
 
 from __future__ import annotations
 
@@ -33,9 +34,17 @@ from embodia.agents.methods.flow_of_ranks.model import (
     seasonal_naive,
     split,
     train_forecaster,
+    training_memory,
     weight_bytes,
 )
+from embodia.agents.methods.flow_of_ranks.pretrain import (
+    attention_params,
+    depth_power_law,
+    nearest_power_of_two,
+    uniform_widths,
+)
 from embodia.agents.methods.flow_of_ranks.spectra import effective_rank, energy_rank, singular_values
+from embodia.agents.methods.flow_of_ranks.threshold import threshold_rank, truncate_attention
 from embodia.agents.tools import call_tool, list_tools
 from embodia.core.results import RESULTS_DIR, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
@@ -47,6 +56,96 @@ SMALL = ForecasterConfig(d_model=32, mlp=64, layers=2)
 @pytest.fixture(scope="module")
 def trained() -> PatchForecaster:
     return train_forecaster(SMALL, 150, seed=0)
+
+
+# ------------------------------------------------------------------------------ the paper's protocol
+def test_nearest_power_of_two_is_the_authors_log_scale_rounding():
+    # 2 ** int(round(log2 x)): 6 -> log2 2.58 -> 8 (not 4, the nearer in linear scale); halves to even
+    xs = (6.0, 5.0, 2**1.5, 2**2.5, 11.0, 12.0)
+    assert [nearest_power_of_two(x, 64) for x in xs] == [8, 4, 4, 4, 8, 16]
+    assert nearest_power_of_two(0.3, 16) == 1 and nearest_power_of_two(100.0, 16) == 16
+
+
+def test_depth_power_law_by_hand():
+    # base 2, beta 0.7: 2 (l+1)^0.7 = 2, 3.25, 4.32, 5.28, 6.17, 7.01 -> log2 1, 1.70, 2.11, 2.40, 2.63, 2.81
+    assert depth_power_law(6, 2.0, 0.7, 16) == (2, 4, 4, 4, 8, 8)
+    # the authors' 15 % Chronos configuration (base_tilde_d 5, beta 0.35) on 12 blocks of 64-wide heads:
+    # 5 (l+1)^0.35 = 5, 6.37, ..., 11.19 (l=9, log2 3.48 -> 8), 11.58 (l=10, log2 3.53 -> 16)
+    assert depth_power_law(12, 5.0, 0.35, 64) == (4,) + (8,) * 9 + (16, 16)
+    assert depth_power_law(3, 40.0, 1.0, 16) == (16, 16, 16)  # capped at the dense head width
+    assert uniform_widths((2, 4, 4, 4, 8, 8)) == (5,) * 6
+    with pytest.raises(ValueError, match="multiple"):
+        uniform_widths((2, 4, 4))
+
+
+def test_power_law_model_has_the_widths_and_parameters():
+    config = ForecasterConfig(d_model=64, heads=4, layers=2, kv_dims=(2, 4))
+    model = PatchForecaster(config)
+    assert model.layers[0].attn.q.out_features == 8 and model.layers[1].attn.v.out_features == 16
+    assert model.layers[1].attn.o.in_features == 16 and model.layers[1].attn.o.out_features == 64
+    # per block 4 d inner + 3 inner + d: 2048 + 24 + 64 and 4096 + 48 + 64
+    assert attention_params(64, 4, (2, 4)) == 2136 + 4208
+    attn = sum(p.numel() for n, p in model.named_parameters() if ".attn." in n)
+    assert attn == 6344
+    with pytest.raises(ValueError, match="kv_dims"):
+        ForecasterConfig(layers=2, kv_dims=(4,))
+
+
+def test_power_law_model_learns(tmp_path):
+    config = ForecasterConfig(d_model=32, mlp=64, layers=2, kv_dims=(2, 4))
+    test = make_series(256, 120, torch.Generator().manual_seed(3))
+    torch.manual_seed(0)
+    before = evaluate(PatchForecaster(config).eval(), test, config)
+    model = train_forecaster(config, 60, seed=0, batch=32)
+    after = evaluate(model, test, config)
+    assert after < 0.7 * before
+    back = load_forecaster(save_forecaster(model, tmp_path / "m"))
+    assert back.config.kv_dims == (2, 4) and torch.equal(back(test[:, :96]), model(test[:, :96]))
+    x = test[:64, :96]
+    dense = PatchForecaster(ForecasterConfig(d_model=32, mlp=64, layers=2))
+    assert training_memory(model, x) < training_memory(dense, x)  # narrower Q/K/V saved for backward
+
+
+def _matrix(singular: list[float], seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    n = len(singular)
+    u = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))[0]
+    v = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))[0]
+    return u @ torch.diag(torch.tensor(singular, dtype=torch.float64)) @ v.T
+
+
+def test_threshold_rank_on_a_hand_made_matrix():
+    s = singular_values(_matrix([10.0, 3.0, 1.0, 0.05]))  # s / s_1 = 1, 0.3, 0.1, 0.005
+    assert [threshold_rank(s, e) for e in (0.0, 0.001, 0.01, 0.05, 0.2, 0.5, 1.0)] == [4, 4, 3, 3, 2, 1, 1]
+    assert threshold_rank(torch.zeros(3), 0.1) == 0
+    with pytest.raises(ValueError, match="epsilon"):
+        threshold_rank(s, 1.5)
+
+
+def test_truncate_attention_per_matrix_threshold():
+    config = ForecasterConfig(d_model=8, heads=2, mlp=16, layers=2)
+    model = PatchForecaster(config).double().eval()
+    spectra = {
+        "layers.0.attn.q": [8.0, 2.0, 0.5, 0.1, 0.05, 0.02, 0.01, 0.001],  # eps 0.05: s/s1 >= .05 -> rank 3
+        "layers.1.attn.k": [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.01, 0.001],  # rank 6: factors 96 > 64 weights
+    }
+    with torch.no_grad():
+        for name, sv in spectra.items():
+            model.get_submodule(name).weight.copy_(_matrix(sv, seed=len(name)))
+    fc1 = model.layers[0].fc1.weight.clone()
+    small, rep = truncate_attention(model, 0.05)
+    assert rep.ranks["layers.0.attn.q"] == 3 and rep.ranks["layers.1.attn.k"] == 6
+    assert isinstance(small.layers[0].attn.q, LowRankLinear) and small.layers[0].attn.q.rank == 3
+    k = small.layers[1].attn.k  # truncated in place: the dense weight minus the two smallest directions
+    assert isinstance(k, nn.Linear)
+    dropped = float(((model.layers[1].attn.k.weight - k.weight).detach() ** 2).sum())
+    assert dropped == pytest.approx(0.01**2 + 0.001**2, rel=1e-4)  # SVD in float32, as the authors
+    err_q = float(((model.layers[0].attn.q.weight - small.layers[0].attn.q.weight).detach() ** 2).sum())
+    assert err_q == pytest.approx(0.1**2 + 0.05**2 + 0.02**2 + 0.01**2 + 0.001**2, rel=1e-4)
+    assert torch.equal(small.layers[0].fc1.weight, fc1)  # the MLP is not touched
+    assert set(rep.ranks) == {f"layers.{b}.attn.{p}" for b in (0, 1) for p in "qkvo"}
+    assert rep.attention_params_after == 8 * 64 - 64 + 3 * 16
+    assert isinstance(model.layers[0].attn.q, nn.Linear)  # the original is untouched
 
 
 # ------------------------------------------------------------------------------ factorisation
@@ -193,10 +292,14 @@ def test_forecaster_beats_seasonal_naive_and_round_trips(trained, tmp_path):
 # ------------------------------------------------------------------------------ tool and script
 def test_tool_is_listed_and_callable():
     assert "compress_transformer" in {t.name for t in list_tools()}
-    out = call_tool("compress_transformer", {"budget": 0.5, "train_steps": 20, "eval_series": 32})
-    assert out["params_after"] < out["params_before"]
+    args = {"method": "schedule", "budget": 0.5, "train_steps": 20, "eval_series": 32}
+    out = call_tool("compress_transformer", args)
+    assert out["params_after"] < out["params_before"] and out["method"].startswith("schedule")
     assert out["compressible_params_after"] <= 0.5 * out["compressible_params_before"]
     assert set(out["ranks"]) == set(out["input_effective_ranks"]) and math.isfinite(out["mase_after"])
+    out = call_tool("compress_transformer", {"epsilon": 0.6, "train_steps": 20, "eval_series": 32})
+    assert out["method"] == "threshold" and len(out["ranks"]) == 8  # q/k/v/o of 2 blocks, MLPs untouched
+    assert all(r < 32 for r in out["ranks"].values()) and out["params_after"] < out["params_before"]
 
 
 def test_tool_over_mcp(tmp_path, trained):
@@ -233,7 +336,13 @@ def test_script_quick_run(tmp_path):
     args = ["--quick", "--quiet", "--out", str(out), "--plot", str(png), "--results", str(results)]
     assert run_script("flow_of_ranks_experiment", *args) == 0
     data = json.loads(out.read_text())
-    assert data["rows"][0]["schedule"] == "dense" and len(data["rows"]) == 5
+    arms = [r["arm"] for r in data["pretraining"]]
+    assert arms == ["dense", "power law", "uniform", "reversed"]
+    widths = {r["arm"]: r["widths"] for r in data["pretraining"]}
+    assert widths["power law"] == [2, 4] and widths["uniform"] == [3, 3] and widths["reversed"] == [4, 2]
+    params = {r["arm"]: r["params"] for r in data["pretraining"]}
+    assert params["power law"] == params["uniform"] == params["reversed"] < params["dense"]
+    assert len(data["threshold"]) == 2 and len(data["embodia_variant"]) == 2
     assert len(data["rank_profile"]) == 2 and png.stat().st_size > 1000
     committed = read_results(RESULTS_DIR / "methods" / "flow_of_ranks.json")
     assert layout_differences(read_results(results), committed) == []

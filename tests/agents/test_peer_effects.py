@@ -29,7 +29,13 @@ from embodia.agents.methods.egonet_gnn import (
     true_exposure,
 )
 from embodia.agents.methods.egonet_gnn.files import read_network, write_effects
-from embodia.agents.methods.egonet_gnn.model import linear_mmd, sinkhorn_wasserstein
+from embodia.agents.methods.egonet_gnn.model import (
+    ExposureNet,
+    MPGNNExposure,
+    coverage_loss,
+    linear_mmd,
+    sinkhorn_wasserstein,
+)
 from embodia.agents.tools import ToolArgumentError, ToolContext, call_tool, list_tools
 from embodia.core.results import default_results_path, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
@@ -168,7 +174,7 @@ def test_a_networkx_graph_and_an_edge_list_give_the_same_effects():
         ({"graph": nx.path_graph(6)}, "the graph has 6 nodes but the unit arrays have 5 rows"),
         ({"graph": nx.DiGraph([(0, 1)])}, "directed or a multigraph"),
         ({"edge_features": np.ones((4, 2))}, r"edge_features has shape \(4, 2\), expected \(5, \?\)"),
-        ({"model": "gcn"}, "egonet config: model: Input should be 'egonet', 'count' or 'fraction'"),
+        ({"model": "gcn"}, "egonet config: model: Input should be 'egonet', 'mpgnn', 'count' or 'fraction'"),
         ({"epochs": 0}, "epochs: Input should be greater than or equal to 1"),
     ],
 )
@@ -242,6 +248,58 @@ def test_baselines_and_cfr_share_the_code_path():
     assert cfr.exposure.shape == (data.n, 2) and np.isfinite(scores["pehe_peer"])
     isolated = degree == 0
     assert (count.peer[isolated] == 0).all() and (cfr.peer[isolated] == 0).all()
+
+
+def test_coverage_prior_on_hand_values():
+    # two units, one dimension: sorted (0, 1) against the uniform quantiles (1/4, 3/4)
+    assert float(coverage_loss(torch.tensor([[1.0], [0.0]]))) == pytest.approx((0.25**2 + 0.25**2) / 2)
+    # four units, two dimensions: the quantiles themselves cost 0; all-zero costs mean((k - 1/2)^2 / 16)
+    quantiles = torch.tensor([0.125, 0.375, 0.625, 0.875])
+    e = torch.stack([quantiles.flip(0), torch.zeros(4)], dim=1)
+    expected = (0.125**2 + 0.375**2 + 0.625**2 + 0.875**2) / 8  # (0 + sum of squares) / (4 * 2)
+    assert float(coverage_loss(e)) == pytest.approx(expected)
+    # its gradient pushes the collapsed dimension up, towards the uniform quantiles
+    e = e.clone().requires_grad_(True)
+    coverage_loss(e).backward()
+    assert (e.grad[:, 1] < 0).all() and torch.allclose(e.grad[:, 0], torch.zeros(4))
+
+
+def _regular_pair() -> tuple[np.ndarray, np.ndarray]:
+    """A 6-cycle and two triangles: both 2-regular on 6 units, so a message-passing GNN on the graph sees
+    the same neighbourhoods, but only the triangles' units share friends."""
+    cycle = np.array([(i, (i + 1) % 6) for i in range(6)])
+    triangles = np.array([(0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5)])
+    return cycle, triangles
+
+
+def test_a_plain_message_passing_gnn_cannot_count_triangles_and_the_ego_network_can():
+    torch.manual_seed(0)
+    x, t = torch.ones(6, 2), torch.ones(6)  # identical units, everyone treated
+    mpgnn = MPGNNExposure(features=2, edge_features=1, hidden=8, channels=1, layers=3)
+    egonet = ExposureNet(features=2, edge_features=1, hidden=8, channels=1, layers=1)
+    out: dict[str, dict[str, torch.Tensor]] = {"mpgnn": {}, "egonet": {}}
+    for name, edges in zip(("cycle", "triangles"), _regular_pair()):
+        network = as_network(edges, 6, np.zeros((6, 1)))
+        both = torch.from_numpy(np.concatenate([edges, edges[:, ::-1]])).T.contiguous()
+        with torch.no_grad():
+            out["mpgnn"][name] = mpgnn(x, t, both, torch.zeros(12, 1))
+            out["egonet"][name] = egonet(x, t, torch.zeros(6, 1), ego_networks(network))
+    assert out["mpgnn"]["cycle"].shape == (6, 2)
+    assert torch.allclose(out["mpgnn"]["cycle"], out["mpgnn"]["triangles"])  # 1-WL cannot tell them apart
+    assert not torch.allclose(out["egonet"]["cycle"], out["egonet"]["triangles"], atol=1e-4)
+
+
+def test_mpgnn_and_the_coverage_prior_learn_through_the_same_fit():
+    data = synthetic_network("er", "count", n=80, seed=2)
+    mpgnn, scores = _fit(data, model="mpgnn", epochs=150, seed=0)
+    assert mpgnn.exposure.shape == (data.n, 2) and mpgnn.exposure.min() >= 0 and mpgnn.exposure.max() <= 1
+    assert mpgnn.losses[-1] < 0.3 * mpgnn.losses[0]  # it learns
+    assert scores["pehe_peer"] < 0.6 * pehe(np.zeros(data.n), data.peer), scores
+    assert (mpgnn.peer[np.array([d for _, d in data.graph.degree]) == 0] == 0).all()
+    plain, _ = _fit(data, epochs=60, seed=0)
+    covered, _ = _fit(data, epochs=60, seed=0, coverage_weight=5.0)
+    spread = lambda e: float(coverage_loss(torch.as_tensor(e, dtype=torch.float32)))  # noqa: E731
+    assert spread(covered.exposure) < spread(plain.exposure)  # the prior spreads the exposure over [0, 1]
 
 
 # ---------------------------------------------------------------------------------------------- files
@@ -339,7 +397,9 @@ def test_tool_is_registered_and_runs_on_synthetic_data_and_files(tmp_path):
     assert len(table) == 31 and table[1].startswith("n0,")
     with pytest.raises(ToolArgumentError, match="either both graph and nodes, or synthetic"):
         call_tool("peer_effects", {"graph": edges})
-    with pytest.raises(ToolArgumentError, match="model: Input should be 'egonet', 'count' or 'fraction'"):
+    with pytest.raises(
+        ToolArgumentError, match="model: Input should be 'egonet', 'mpgnn', 'count' or 'fraction'"
+    ):
         call_tool("peer_effects", {"synthetic": {}, "model": "gcn"})
     (tmp_path / "ws").mkdir()
     with pytest.raises(ToolArgumentError, match="graph: path .* is outside the workspace"):
@@ -380,7 +440,7 @@ def test_an_agent_estimates_peer_effects_over_mcp(tmp_path):
 
     anyio.run(run)
     schema = results["tools"]["peer_effects"].input_schema
-    assert schema["properties"]["model"]["enum"] == ["egonet", "count", "fraction"]
+    assert schema["properties"]["model"]["enum"] == ["egonet", "mpgnn", "count", "fraction"]
     for name in ("files", "synthetic"):
         assert not results[name].is_error, results[name].content[0].text
     files = results["files"].structured_content
@@ -418,7 +478,14 @@ def test_quick_script(tmp_path):
         ("lesmis", "triangle"),
     ]
     for setting in payload["settings"]:
-        assert set(setting["runs"]) == {"egonet-tarnet", "egonet-cfr", "count", "fraction"}
+        assert set(setting["runs"]) == {
+            "egonet-tarnet",
+            "egonet-cfr",
+            "egonet-coverage",
+            "mpgnn",
+            "count",
+            "fraction",
+        }
         for runs in setting["runs"].values():
             assert len(runs["pehe_peer"]) == 1 and 0 < runs["pehe_peer"][0] < 10
             assert len(runs["pehe_direct"]) == 1 and 0 < runs["pehe_direct"][0] < 10

@@ -4,10 +4,14 @@ client) and the script's quick run."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
@@ -16,6 +20,7 @@ import pytest
 from mcp import ClientSession, stdio_client
 from PIL import Image
 
+from embodia.agents.llm import load_lm
 from embodia.agents.methods.spatial_dise import (
     KIND_NAMES,
     KINDS,
@@ -30,7 +35,16 @@ from embodia.agents.methods.spatial_dise import (
     load_jsonl,
     parse_choice,
     question_at,
+    shapes,
 )
+from embodia.agents.methods.spatial_dise.blind import (
+    BLIND_ANSWERERS,
+    blind_answers,
+    majority_scores,
+    medoid_scores,
+    option_distance,
+)
+from embodia.agents.methods.spatial_dise.core import balanced_distractors, grow_pool
 from embodia.agents.tools import ToolArgumentError, ToolContext, call_tool, list_tools
 from embodia.core.results import default_results_path, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
@@ -276,13 +290,14 @@ def test_rotation_distractors_are_near_misses():
         q = question_at("rotation_2d", seed, 0)
         answer = _array(q.options[q.answer])
         distractors = [o for i, o in enumerate(q.options) if i != q.answer]
-        assert Counter(q.params["distractors"]) == {"mirror image": 1, "one cell moved": 2}
         for option, how in zip(distractors, q.params["distractors"]):
             d = _array(option)
             if how == "mirror image":
                 assert _same(d, np.fliplr(answer)), q.id
-            else:
+            elif how == "one cell moved":
                 assert d.sum() == answer.sum() and _offsets_overlap(answer, d) == answer.sum() - 1, q.id
+            else:  # two changes: a near miss of a near miss, still the same number of cells
+                assert how.count(", then ") == 1 and d.sum() == answer.sum(), (q.id, how)
 
 
 def test_fold_and_punch_distractors_are_near_misses():
@@ -305,13 +320,16 @@ def test_fold_and_punch_distractors_are_near_misses():
                 assert d.sum() == answer.sum() and len(changed) == 2, q.id
                 assert abs(changed[0] - changed[1]).sum() == 1, q.id  # to a neighbouring cell
                 seen["shifted"] += 1
-            else:  # "a fold forgotten" / "a fold along the wrong line"
+            elif ", then " not in how:  # "a fold forgotten" / "a fold along the wrong line"
                 assert any(_same(d, m) for m in near), (q.id, how)
                 seen["fold"] += 1
-    assert seen["shifted"] > 10 and seen["fold"] > 10  # both kinds of near miss occur
+            else:  # a near miss of a near miss: one of the above with a hole shifted
+                assert how.endswith(", then one hole shifted"), (q.id, how)
+                seen["two"] += 1
+    assert seen["shifted"] > 5 and seen["fold"] > 5 and seen["two"] > 5  # every kind of near miss occurs
 
 
-def test_every_distractor_is_one_minimal_change_by_its_generator_record():
+def test_every_distractor_is_one_or_two_minimal_changes_by_its_generator_record():
     expected = {
         "shape_finding": {"one cell moved", "mirrored", "turned"},
         "symmetry": {"one cell moved"},
@@ -325,7 +343,8 @@ def test_every_distractor_is_one_minimal_change_by_its_generator_record():
     for kind, allowed in expected.items():
         for seed in range(10):
             q = question_at(kind, seed, 0)
-            assert len(q.params["distractors"]) == 3 and set(q.params["distractors"]) <= allowed, q.id
+            steps = [how.split(", then ") for how in q.params["distractors"]]
+            assert len(steps) == 3 and all(1 <= len(s) <= 2 and set(s) <= allowed for s in steps), q.id
     for seed in range(10):  # dice: two pairs of opposite faces, so "adds up to 7" singles nothing out
         q = question_at("cube_rolling", seed, 0)
         assert sorted(q.options) in ([a, b, 7 - b, 7 - a] for a in range(1, 4) for b in range(a + 1, 4))
@@ -633,3 +652,162 @@ def test_quick_script(tmp_path, smol):  # smol: the model is loaded once for the
     assert report["n"] == 2 * len(KIND_NAMES) and set(report["by_quadrant"]) == set(QUADRANTS)
     assert all(s["n"] == 2 and s["chance"] == 0.25 for s in report["by_kind"].values())
     assert len(payload["answers"]) == report["n"] and all(len(a["scores"]) == 4 for a in payload["answers"])
+
+
+# ---------------------------------------------------------------------------------------------- blind answerers
+def _options_question(options: list[Any], answer: int = 0) -> SpatialQuestion:
+    return SpatialQuestion(
+        id="hand",
+        kind="rotation_2d",
+        quadrant="intrinsic-dynamic",
+        prompt="?",
+        stimulus=None,
+        options=options,
+        answer=answer,
+        stimulus_text="",
+        option_texts=[json.dumps(o) for o in options],
+    )
+
+
+def test_blind_distances_and_answerers_on_hand_options():
+    # an L of four cells; one cell moved is distance 2 whatever the translation, a mirror image too here
+    key = [[0, 0], [1, 0], [2, 0], [2, 1]]
+    moved = [[0, 0], [1, 0], [2, 0], [1, 1]]
+    shifted = [[r + 1, c + 1] for r, c in moved]  # the same shape, translated: still distance 2
+    assert option_distance(key, moved) == 2.0 and option_distance(key, shifted) == 2.0
+    assert option_distance(key, key) == 0.0
+    assert option_distance({"x": 2, "y": 0, "facing": "east"}, {"x": 3, "y": 0, "facing": "north"}) == 2.0
+    assert option_distance(4, 1) == 3.0 and option_distance("left", "right") == 1.0
+    # a 2 x 3 block and three near misses, each with a different cell moved: d1 and d3 are 2 apart (a
+    # translation aligns them), d2 is 4 from both; the key is 2 from each
+    block = [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    d1 = [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [2, 2]]  # (1, 2) -> (2, 2)
+    d2 = [[0, 1], [0, 2], [1, 0], [1, 1], [1, 2], [2, 0]]  # (0, 0) -> (2, 0)
+    d3 = [[0, 0], [0, 1], [0, 2], [0, 3], [1, 1], [1, 2]]  # (1, 0) -> (0, 3)
+    q = _options_question([block, d1, d2, d3])
+    assert medoid_scores(q.options) == [6.0, 8.0, 10.0, 8.0]
+    assert majority_scores(q.options) == [0, 2, 2, 2]  # the per-cell majority is the key itself
+    rng = np.random.default_rng(0)
+    assert {name: f(q, rng) for name, f in BLIND_ANSWERERS.items()} == {
+        "closest_to_others": 0,
+        "majority": 0,
+        "text_medoid": 0,
+    }
+    # all tied: the pick is uniform (a tie scores chance)
+    tied = _options_question([1, 2, 3, 4])
+    picks = Counter(blind_answers([tied] * 400, "majority", seed=1))
+    assert set(picks) == {0, 1, 2, 3} and all(70 <= c <= 130 for c in picks.values()), picks
+
+
+def _key_share_by_hand(options: list[Any]) -> float:
+    """How often the medoid / majority answerers pick option 0, ties at random, averaged (test's own)."""
+    shares = []
+    for scores in (medoid_scores(options), majority_scores(options)):
+        best = [i for i, s in enumerate(scores) if s == min(scores)]
+        shares.append((0 in best) / len(best))
+    return sum(shares) / 2
+
+
+def test_balanced_distractors_leave_the_key_at_chance_for_blind_answerers():
+    p_shape = ((0, 0), (0, 1), (0, 2), (1, 0), (1, 1))
+    rng = np.random.default_rng(3)
+    pool, made = grow_pool(
+        rng, p_shape, lambda r, base: (shapes.move_one_cell(r, base), "one cell moved"), lambda c: True
+    )
+    key, pool = json.loads(json.dumps(p_shape)), json.loads(json.dumps(pool))  # as questions hold them
+    assert len(pool) == 8 and all(1 <= len(m.split(", then ")) <= 2 for m in made)
+    assert all(", then " not in m for m in made[:3])  # the first three are of the key itself
+    assert _key_share_by_hand([key, *pool[:3]]) > 0.5  # one change each: the key is in the middle
+    shares = []
+    for seed in range(300):
+        chosen, met = balanced_distractors(np.random.default_rng(seed), key, pool)
+        assert met and len(set(chosen)) == 3
+        shares.append(_key_share_by_hand([key, *(pool[k] for k in chosen)]))
+    assert abs(np.mean(shares) - 0.25) < 0.06  # exactly 1/4 in expectation
+    # a pool whose every triple leaves the key in the middle cannot be balanced, and says so
+    near = [
+        [[0, 0], [0, 1], [0, 2], [1, 0]],
+        [[0, 0], [0, 1], [0, 2], [1, 2]],
+        [[0, 0], [0, 1], [0, 2], [1, 1]],
+    ]
+    line = [[0, 0], [0, 1], [0, 2]]
+    _, met = balanced_distractors(np.random.default_rng(0), line, near)
+    assert not met
+
+
+def test_blind_answerers_beat_chance_on_one_change_distractors_but_not_on_balanced_ones():
+    one_change = generate_spatial_questions("dynamic_sequence", 120, seed=11, balanced=False)
+    balanced = generate_spatial_questions("dynamic_sequence", 120, seed=11)
+    for name in ("closest_to_others", "majority"):
+        before = evaluate_spatial_answers(one_change, blind_answers(one_change, name))
+        after = evaluate_spatial_answers(balanced, blind_answers(balanced, name))
+        assert before["above_chance"] and before["accuracy"] > 0.45, (name, before["accuracy"])
+        assert 0.12 <= after["accuracy"] <= 0.38 and not after["above_chance"], (name, after["accuracy"])
+
+
+def test_the_blind_script_writes_the_committed_layout(tmp_path):
+    results = tmp_path / "blind.json"
+    assert (
+        run_script("spatial_dise_experiment", "--blind", "--quick", "--quiet", "--results", str(results)) == 0
+    )
+    written = read_results(results)
+    assert layout_differences(written, read_results(default_results_path("methods/spatial_dise_blind"))) == []
+    rows = written["tables"]["blind"]["rows"]
+    assert len(rows) == 2 * len(BLIND_ANSWERERS) * (len(KIND_NAMES) + 1)
+    assert {r["design"] for r in rows} == {"one change each", "balanced pool"}
+
+
+# ---------------------------------------------------------------------------------------------- images
+def test_images_go_to_an_openai_compatible_endpoint_as_image_url_parts():
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server API)
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": "C"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        lm = load_lm(f"http://127.0.0.1:{server.server_address[1]}/v1#some-vlm")
+        q = question_at("fold_and_punch", 0, 3)
+        answer = answer_with_lm(lm, q, images=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer.choice == 2 and answer.text == "C"
+    (body,) = received
+    assert body["model"] == "some-vlm"
+    (message,) = body["messages"]
+    text, image = message["content"]
+    assert message["role"] == "user" and text["type"] == "text" and image["type"] == "image_url"
+    assert text["text"].startswith(q.prompt) and "(A, B, C or D)" in text["text"]
+    assert q.stimulus_text not in text["text"]  # the stimulus goes as pixels only
+    prefix = "data:image/png;base64,"
+    assert image["image_url"]["url"].startswith(prefix)
+    png = Image.open(io.BytesIO(base64.b64decode(image["image_url"]["url"][len(prefix) :])))
+    assert png.format == "PNG"
+    assert np.array_equal(np.asarray(png.convert("RGB")), np.asarray(q.composite().convert("RGB")))
+
+
+def test_a_text_only_local_model_refuses_images():
+    class TextOnly:  # the local-model interface: letter log-probabilities
+        name = "text-only"
+
+        def chat_text(self, prompt: str) -> str:
+            return prompt
+
+        def continuation_logprobs(self, prompt: str, letters: list[str]) -> list[float]:
+            return [0.0] * len(letters)
+
+    with pytest.raises(SpatialDiseError, match="reads text only; images need an OpenAI-compatible"):
+        answer_with_lm(TextOnly(), question_at("symmetry", 0, 0), images=True)

@@ -64,8 +64,8 @@ class PeerEffectsArgs:
     synthetic: SyntheticSpec | None = None
     """Use a synthetic network instead of files; the result then also has the PEHE against the true effects."""
     model: Literal[MODELS] = "egonet"
-    """Exposure mapping: ``egonet`` (learned over ego networks), ``count`` or ``fraction`` of treated
-    neighbours (fixed baselines)."""
+    """Exposure mapping: ``egonet`` (learned over ego networks), ``mpgnn`` (learned by a plain message-passing
+    GNN, the paper's naive baseline), ``count`` or ``fraction`` of treated neighbours (fixed baselines)."""
     head: Literal[HEADS] = "tarnet"
     """Outcome heads: ``tarnet``, or ``cfr`` (with a Wasserstein balancing term)."""
     epochs: Annotated[int, Field(ge=1, le=20000)] = 200

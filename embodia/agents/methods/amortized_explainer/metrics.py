@@ -18,6 +18,19 @@ score both lie in [0, 1].
 Faithfulness correlation (Bhatt, Weller and Moura, IJCAI 2020): for m random subsets S of a fixed size,
 pearson over the subsets between sum_{i in S} a_i and score(x) - score(x with S replaced by the
 baseline). An input whose attributions or output drops do not vary over the subsets gets 0.
+Faithfulness estimate (Alvarez-Melis and Jaakkola, NeurIPS 2018): pearson over the features i between a_i
+and score(x) - score(x with feature i alone replaced by the baseline). These two are the filter metrics of
+the priors (:mod:`.priors`), not evaluation metrics.
+
+Held-out evaluation metrics (the explainer is never trained or filtered on them):
+
+- region perturbation (Samek et al., IEEE TNNLS 2017), AOPC of the most-relevant-first order: regions
+  (single features on tables, 2x2 patches on images) ranked by their summed attribution are replaced, one
+  more per step, by values drawn uniformly in [low, high] (the data's range), for L steps;
+  AOPC = 1 / (L + 1) * sum_{k=0}^{L} (score(x) - score(x_k)). Higher is better.
+- infidelity (Yeh et al., NeurIPS 2019; Captum's ``captum.metrics.infidelity``): E_I[(I . a - (f(x) -
+  f(x - I)))^2] over Gaussian perturbations I ~ N(0, sigma^2), with Captum's ``normalize=True`` (the
+  attribution is rescaled by the best scalar first, so only its pattern is judged). Lower is better.
 """
 
 from __future__ import annotations
@@ -163,6 +176,97 @@ def faithfulness_correlation(
     full = _scores(score, x, targets)
     after = _scores(score, removed, targets.repeat_interleave(subsets)).view(n, subsets)
     return pearson(mass, full[:, None] - after)
+
+
+def faithfulness_estimate(
+    score: Scorer, x: Tensor, attribution: Tensor, baseline: Tensor | float, targets: Tensor
+) -> Tensor:
+    """Faithfulness estimate per input (higher is better): pearson_i(a_i, drop of removing feature i alone)."""
+    flat_x, flat_a, base = _flat(x, attribution, baseline)
+    n, d = flat_x.shape
+    eye = torch.eye(d, dtype=torch.bool)
+    removed = torch.where(eye[None], base[:, None], flat_x[:, None]).reshape(n * d, *x.shape[1:])
+    full = _scores(score, x, targets)
+    after = _scores(score, removed, targets.repeat_interleave(d)).view(n, d)
+    return pearson(flat_a, full[:, None] - after)
+
+
+def region_perturbation(
+    score: Scorer,
+    x: Tensor,
+    attribution: Tensor,
+    targets: Tensor,
+    low: Tensor | float,
+    high: Tensor | float,
+    *,
+    patch: int = 1,
+    steps: int | None = None,
+    seed: int = 0,
+) -> Tensor:
+    """AOPC of most-relevant-first region perturbation per input (higher is better); see the module doc.
+
+    ``patch``: the side of the square regions of (C, H, W) images (1 on tables: one feature per region).
+    ``steps`` (L) defaults to half the regions. ``low`` / ``high``: the range of the uniform fill, per
+    feature or scalar.
+    """
+    n = x.shape[0]
+    if x.dim() == 4:
+        _, c, h, w = x.shape
+        region = (torch.arange(h)[:, None] // patch) * ((w + patch - 1) // patch) + torch.arange(w) // patch
+        region = region.expand(c, h, w).reshape(-1)
+    else:
+        region = torch.arange(x[0].numel())
+    flat_x, flat_a, _ = _flat(x, attribution, 0.0)
+    r = int(region.max()) + 1
+    mass = torch.zeros(n, r).index_add_(1, region, flat_a)  # summed attribution per region
+    order = torch.argsort(-mass, dim=1, stable=True)
+    rank = torch.empty_like(order).scatter_(1, order, torch.arange(r).expand(n, r))
+    steps = max(1, r // 2) if steps is None else max(1, min(int(steps), r))
+    g = torch.Generator().manual_seed(seed)
+    lo = torch.as_tensor(low, dtype=flat_x.dtype).expand(x.shape[1:]).reshape(1, -1)
+    hi = torch.as_tensor(high, dtype=flat_x.dtype).expand(x.shape[1:]).reshape(1, -1)
+    fill = lo + (hi - lo) * torch.rand(n, flat_x.shape[1], generator=g)
+    feature_rank = rank[:, region]  # (n, d): the rank of each feature's region
+    counts = torch.arange(steps + 1)
+    changed = feature_rank[None] < counts[:, None, None]
+    inputs = torch.where(changed, fill[None], flat_x[None]).reshape((steps + 1) * n, *x.shape[1:])
+    curve = _scores(score, inputs, targets.repeat(steps + 1)).view(steps + 1, n).T
+    return (curve[:, :1] - curve).mean(1)
+
+
+def infidelity(
+    model: torch.nn.Module,
+    x: Tensor,
+    attribution: Tensor,
+    targets: Tensor,
+    *,
+    sigma: float = 0.1,
+    samples: int = 20,
+    seed: int = 0,
+) -> Tensor:
+    """Captum's infidelity per input (lower is better) of the class probability, Gaussian perturbations
+    of deviation ``sigma``, ``normalize=True``; see the module docstring."""
+    from captum.metrics import infidelity as captum_infidelity
+
+    g = torch.Generator().manual_seed(seed)
+
+    def perturb(inputs: Tensor) -> tuple[Tensor, Tensor]:
+        noise = sigma * torch.randn(inputs.shape, generator=g)
+        return noise, inputs - noise
+
+    def forward(inputs: Tensor) -> Tensor:
+        return torch.softmax(model(inputs), dim=-1)
+
+    with torch.no_grad():
+        return captum_infidelity(
+            forward,
+            perturb,
+            x.float(),
+            attribution.float(),
+            target=targets.long(),
+            n_perturb_samples=samples,
+            normalize=True,
+        ).float()
 
 
 def mean_interval(

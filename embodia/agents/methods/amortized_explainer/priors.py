@@ -1,17 +1,36 @@
-"""Prior explanations from Captum, and their de-duplication and faithfulness filtering.
+"""The prior pool (Captum), and its per-input de-duplication and faithfulness filtering.
 
-Every prior explains the probability of the target class, ``softmax(model(x))[c]``, the quantity the
-metrics track, against the task's baseline:
+The pool is the authors' tabular pool (DeepFaith, ``configs/explain_method/tabular.yaml``; the method names
+of ``src/main/build_dataset.py``): integrated gradients, GradientSHAP, DeepLIFT, saliency, occlusion,
+feature ablation, LIME and Kernel SHAP, all eight from Captum. Every prior explains the probability of the
+target class, ``softmax(model(x))[c]``, against the task's baseline:
 
-============================ ================================================================================
-``saliency``                 |d f_c / d x| (Captum ``Saliency``; one gradient; unsigned)
-``integrated_gradients``     (x - b) * mean over 32 points of the path b -> x of the gradient (Captum)
-``occlusion``                tables: f_c(x) - f_c(x with feature i <- b_i), one pass per feature (Captum
-                             ``FeatureAblation``); images: the same for every 2x2 patch, a pixel getting
-                             the mean over the patches covering it (Captum ``Occlusion``, stride 1)
-``kernel_shap``              Kernel SHAP (Captum ``KernelShap``), ``shap_samples`` coalitions per input
-                             (default 4d + 64 for d features; images: 2x2 superpixels as players)
-============================ ================================================================================
+======================== ==========================================================================================
+``integrated_gradients`` (x - b) * mean over 20 path points of the gradient (authors: ``n_steps: 20``)
+``gradient_shap``        GradientSHAP, 5 noisy samples on the path b -> x (Captum's default ``n_samples``)
+``deeplift``             DeepLIFT (rescale rule; Captum ``DeepLift`` on the model + softmax, ``eps`` 1e-9)
+``saliency``             |d f_c / d x| (one gradient; unsigned)
+``occlusion``            tables: a window of one feature (authors: ``sliding_window_shapes: 1``), i.e. the
+                         drop f_c(x) - f_c(x with feature i <- b_i); images: 2x2 patches, stride 1
+``feature_ablation``     the drop of each feature (pixel) ablated alone (Captum ``FeatureAblation``)
+``lime``                 LIME, 100 samples (authors: ``n_samples: 100``), Captum's default Lasso surrogate
+``kernel_shap``          Kernel SHAP, 100 samples (authors: ``n_samples: 100``)
+======================== ==========================================================================================
+
+On images LIME and Kernel SHAP play 2x2 superpixels. On tables occlusion and feature ablation are the same
+computation (as in the authors' pool); the de-duplication drops the second.
+
+**De-duplication** (authors' ``src/main/dedup_saliency.py``), per input: method k's duplicates are the
+other methods whose attribution has cosine similarity >= ``threshold`` to k's; going through the pool in
+order, a method not yet removed removes its duplicates.
+
+**Filtering** (authors' ``src/main/filter.py``), per input: for each faithfulness metric, the p-quantile
+of the pool's values on that input (the (1 - p)-quantile for a lower-is-better metric); a de-duplicated
+method is kept for that input when it is on the good side of that quantile for *every* metric, i.e. it is
+dropped where it lies in the worst ``p`` (0.2) of any metric. The authors filter on all ten of their
+evaluation metrics; here the filter metrics are faithfulness correlation and faithfulness estimate, so that
+the metrics the explainer is evaluated on (deletion / insertion AUC, infidelity, region perturbation) never
+enter its supervision.
 """
 
 from __future__ import annotations
@@ -24,11 +43,25 @@ from torch import Tensor, nn
 
 from embodia.agents.methods.amortized_explainer import PRIOR_METHODS
 from embodia.agents.methods.amortized_explainer.data import ExplainerError, class_probability
-from embodia.agents.methods.amortized_explainer.metrics import faithfulness_correlation
+from embodia.agents.methods.amortized_explainer.metrics import (
+    faithfulness_correlation,
+    faithfulness_estimate,
+)
+
+#: filter metrics -> True where higher is better
+FILTER_METRICS = {"faithfulness_correlation": True, "faithfulness_estimate": True}
 
 
-def _probabilities(model: nn.Module):
-    return lambda z: torch.softmax(model(z), dim=-1)
+class _Probabilities(nn.Module):
+    """model + softmax as one module (DeepLIFT needs a module to hook)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.softmax(self.model(x))
 
 
 def _superpixels(shape: tuple[int, ...], size: int = 2) -> Tensor:
@@ -46,101 +79,126 @@ def prior_attributions(
     method: str,
     baseline: Tensor,
     *,
-    ig_steps: int = 32,
-    shap_samples: int | None = None,
+    ig_steps: int = 20,
+    samples: int = 100,
     seed: int = 0,
 ) -> Tensor:
     """Attributions of ``method`` (one of :data:`PRIOR_METHODS`) for the batch ``x``, shape of ``x``."""
-    from captum.attr import FeatureAblation, IntegratedGradients, KernelShap, Occlusion, Saliency
+    from captum import attr
 
     if method not in PRIOR_METHODS:
         raise ExplainerError(f"unknown prior method {method!r}; choose one of {', '.join(PRIOR_METHODS)}")
-    forward = _probabilities(model)
+    forward = _Probabilities(model).eval()
     image = x.dim() > 2
     x = x.detach().float()
     baselines = baseline.to(x.dtype).expand_as(x).contiguous()
     targets = targets.long()
-    if method == "saliency":
-        with torch.enable_grad():
-            out = Saliency(forward).attribute(x.clone().requires_grad_(True), target=targets)
-    elif method == "integrated_gradients":
-        with torch.enable_grad():
-            out = IntegratedGradients(forward).attribute(
-                x, baselines=baselines, target=targets, n_steps=ig_steps, internal_batch_size=4096
-            )
-    elif method == "occlusion" and image:
-        window = (x.shape[1], 2, 2)
-        with torch.no_grad():
-            out = Occlusion(forward).attribute(
-                x,
-                sliding_window_shapes=window,
-                strides=(1, 1, 1),
-                baselines=baselines,
-                target=targets,
-                perturbations_per_eval=64,
-            )
-    elif method == "occlusion":
-        with torch.no_grad():
-            out = FeatureAblation(forward).attribute(
-                x, baselines=baselines, target=targets, perturbations_per_eval=x.shape[1]
-            )
-    else:
-        mask = _superpixels(tuple(x.shape[1:])) if image else None
-        players = int(mask.max()) + 1 if mask is not None else x[0].numel()
-        n = shap_samples if shap_samples is not None else 4 * players + 64
-        torch.manual_seed(seed)  # Captum draws the coalitions from torch's global generator
-        with torch.no_grad(), warnings.catch_warnings():
-            # a batch gets one Kernel SHAP model per input, which is what is wanted here
-            warnings.filterwarnings("ignore", message="You are providing multiple inputs for Lime")
-            out = KernelShap(forward).attribute(
-                x,
-                baselines=baselines,
-                target=targets,
-                n_samples=n,
-                feature_mask=mask,
-                perturbations_per_eval=n,
-            )
+    mask = _superpixels(tuple(x.shape[1:])) if image else None
+    torch.manual_seed(seed)  # GradientSHAP, LIME and Kernel SHAP draw from torch's global generator
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Captum's notes on batched LIME and DeepLIFT's softmax
+        if method in ("saliency", "integrated_gradients", "gradient_shap", "deeplift"):
+            with torch.enable_grad():
+                z = x.clone().requires_grad_(True)
+                if method == "saliency":
+                    out = attr.Saliency(forward).attribute(z, target=targets)
+                elif method == "integrated_gradients":
+                    out = attr.IntegratedGradients(forward).attribute(
+                        z, baselines=baselines, target=targets, n_steps=ig_steps, internal_batch_size=4096
+                    )
+                elif method == "gradient_shap":
+                    out = attr.GradientShap(forward).attribute(z, baselines=baselines[:1], target=targets)
+                else:
+                    out = attr.DeepLift(forward, eps=1e-9).attribute(z, baselines=baselines, target=targets)
+        else:
+            with torch.no_grad():
+                if method == "occlusion":
+                    window = (x.shape[1], 2, 2) if image else (1,)
+                    out = attr.Occlusion(forward).attribute(
+                        x,
+                        sliding_window_shapes=window,
+                        strides=(1, 1, 1) if image else 1,
+                        baselines=baselines,
+                        target=targets,
+                        perturbations_per_eval=64,
+                    )
+                elif method == "feature_ablation":
+                    out = attr.FeatureAblation(forward).attribute(
+                        x, baselines=baselines, target=targets, perturbations_per_eval=64
+                    )
+                else:
+                    cls = attr.Lime if method == "lime" else attr.KernelShap
+                    out = cls(forward).attribute(
+                        x,
+                        baselines=baselines,
+                        target=targets,
+                        n_samples=samples,
+                        feature_mask=mask,
+                        perturbations_per_eval=samples,
+                    )
     return out.detach().float()
+
+
+def compute_priors(
+    model: nn.Module, x: Tensor, targets: Tensor, baseline: Tensor, methods: list[str], seed: int = 0
+) -> dict[str, Tensor]:
+    """Every method's attributions of ``x`` (the explainer's supervision)."""
+    return {m: prior_attributions(model, x, targets, m, baseline, seed=seed) for m in methods}
+
+
+# ---------------------------------------------------------------------------------------------- selection
+def duplicates_per_input(stack: Tensor, threshold: float = 0.9) -> Tensor:
+    """(N, K) bool: True where method k is removed as a duplicate for input n (authors' rule, see above).
+
+    ``stack``: (N, K, d) attributions, the K methods in pool order.
+    """
+    flat = nn.functional.normalize(stack.flatten(2).float(), dim=-1, eps=1e-12)
+    cos = flat @ flat.transpose(1, 2)  # (N, K, K); an all-zero attribution has cosine 0 to everything
+    n, k = cos.shape[:2]
+    duplicate = (cos >= threshold) & ~torch.eye(k, dtype=torch.bool)
+    removed = torch.zeros(n, k, dtype=torch.bool)
+    for j in range(k):
+        removed |= duplicate[:, j] & ~removed[:, j : j + 1]
+    return removed
+
+
+def filter_per_input(metrics: dict[str, Tensor], higher_is_better: dict[str, bool], p: float = 0.2) -> Tensor:
+    """(N, K) bool: True where method k passes every metric for input n (not in the worst ``p`` of any).
+
+    ``metrics``: name -> (N, K) values of the K methods on each input. Quantiles are over the K methods of
+    one input, linearly interpolated (numpy's default, as in the authors' ``filter.py``).
+    """
+    passed = None
+    for name, values in metrics.items():
+        values = values.double()
+        if higher_is_better[name]:
+            ok = values >= torch.quantile(values, p, dim=1, keepdim=True)
+        else:
+            ok = values <= torch.quantile(values, 1 - p, dim=1, keepdim=True)
+        passed = ok if passed is None else passed & ok
+    if passed is None:
+        raise ValueError("filter_per_input needs at least one metric")
+    return passed
 
 
 @dataclass
 class PriorSelection:
-    """Which prior methods supervise the explainer, and why the others do not."""
+    """Which prior supervises the explainer on which input, and why the others do not."""
 
-    kept: list[str]
-    """Methods kept, most faithful first."""
-    weights: dict[str, float]
-    """Weight of each kept method in L_prior (proportional to its faithfulness correlation, sum 1)."""
-    faithfulness: dict[str, float]
-    """Mean faithfulness correlation of every method on the prior inputs."""
-    similarity: dict[str, dict[str, float]]
-    """Mean cosine similarity between the methods' attributions."""
+    methods: list[str]
+    """The pool, in order."""
+    keep: Tensor
+    """(N, K) bool: method k supervises input n."""
+    duplicate: Tensor
+    """(N, K) bool: removed as a duplicate."""
+    filtered: Tensor
+    """(N, K) bool: de-duplicated but in the worst ``p`` of a filter metric."""
+    faithfulness: dict[str, dict[str, float]]
+    """Mean of each filter metric per method over the inputs."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """Share of the (input, prior) training pairs each method supplies."""
     dropped: dict[str, str] = field(default_factory=dict)
-    """Method -> reason (a duplicate of a kept method, or below the faithfulness threshold)."""
-
-
-def mean_cosine(a: Tensor, b: Tensor) -> float:
-    """Mean over inputs of the cosine similarity of two attributions (0 for an all-zero attribution)."""
-    a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
-    return float(torch.nn.functional.cosine_similarity(a, b, dim=1, eps=1e-12).mean())
-
-
-def deduplicate(
-    attributions: dict[str, Tensor], faithfulness: dict[str, float], threshold: float = 0.95
-) -> tuple[list[str], dict[str, str]]:
-    """Keep methods in decreasing faithfulness; drop one whose mean cosine to a kept one exceeds ``threshold``.
-
-    Returns (kept names, {dropped name: reason}).
-    """
-    kept: list[str] = []
-    dropped: dict[str, str] = {}
-    for name in sorted(attributions, key=lambda k: -faithfulness[k]):
-        twin = next((k for k in kept if mean_cosine(attributions[name], attributions[k]) > threshold), None)
-        if twin is None:
-            kept.append(name)
-        else:
-            dropped[name] = f"duplicate of {twin} (mean cosine > {threshold})"
-    return kept, dropped
+    """Methods kept for no input -> why."""
 
 
 def select_priors(
@@ -150,32 +208,42 @@ def select_priors(
     attributions: dict[str, Tensor],
     baseline: Tensor,
     *,
-    dedup_threshold: float = 0.95,
-    faith_threshold: float = 0.1,
+    dedup_threshold: float = 0.9,
+    p: float = 0.2,
     subsets: int = 50,
     subset_fraction: float = 0.25,
     seed: int = 0,
 ) -> PriorSelection:
-    """De-duplicate the priors' attributions of ``x``, then keep those faithful enough (see the package doc)."""
+    """De-duplicate and filter the priors' attributions of ``x`` per input (see the module docstring)."""
     score = class_probability(model)
-    faith = {
-        name: float(
+    methods = list(attributions)
+    values = {
+        "faithfulness_correlation": [
             faithfulness_correlation(
-                score, x, a, baseline, targets, subsets=subsets, subset_fraction=subset_fraction, seed=seed
-            ).mean()
-        )
-        for name, a in attributions.items()
+                score,
+                x,
+                attributions[m],
+                baseline,
+                targets,
+                subsets=subsets,
+                subset_fraction=subset_fraction,
+                seed=seed,
+            )
+            for m in methods
+        ],
+        "faithfulness_estimate": [
+            faithfulness_estimate(score, x, attributions[m], baseline, targets) for m in methods
+        ],
     }
-    similarity = {
-        a: {b: mean_cosine(attributions[a], attributions[b]) for b in attributions} for a in attributions
-    }
-    unique, dropped = deduplicate(attributions, faith, dedup_threshold)
-    kept = []
-    for name in unique:
-        if faith[name] >= faith_threshold and faith[name] > 0:
-            kept.append(name)
-        else:
-            dropped[name] = f"faithfulness correlation {faith[name]:.3f} < {faith_threshold}"
-    total = sum(faith[k] for k in kept)
-    weights = {k: faith[k] / total for k in kept}
-    return PriorSelection(kept, weights, faith, similarity, dropped)
+    metrics = {k: torch.stack(v, dim=1) for k, v in values.items()}  # (N, K)
+    duplicate = duplicates_per_input(torch.stack([attributions[m] for m in methods], 1), dedup_threshold)
+    passed = filter_per_input(metrics, FILTER_METRICS, p)
+    keep = ~duplicate & passed
+    total = max(int(keep.sum()), 1)
+    weights = {m: float(keep[:, j].sum()) / total for j, m in enumerate(methods) if keep[:, j].any()}
+    dropped = {}
+    for j, m in enumerate(methods):
+        if not keep[:, j].any():
+            dropped[m] = "a duplicate on every input" if duplicate[:, j].all() else "filtered on every input"
+    faith = {m: {k: float(v[:, j].mean()) for k, v in metrics.items()} for j, m in enumerate(methods)}
+    return PriorSelection(methods, keep, duplicate, ~duplicate & ~passed, faith, weights, dropped)

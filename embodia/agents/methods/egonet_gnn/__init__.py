@@ -30,9 +30,16 @@ Outcome model (TARNet / CFR, Shalit, Johansson and Sontag, ICML 2017): a represe
 one head per own treatment, y_hat_i = f_{t_i}([h_i, e_i]). Trained end to end on the factual outcomes:
 
     L = mean_i (f_{t_i}(h_i, e_i) - y_i)^2  [+ alpha * IPM({h_i : t_i = 1}, {h_i : t_i = 0})   (CFR)]
+                                           [+ beta * C(e)                                   (coverage)]
 
 with the IPM an entropic Wasserstein-1 distance (Sinkhorn plan, no gradient through it) or linear MMD, and
-L2 weight decay.
+L2 weight decay. The coverage prior C keeps every exposure dimension spread over [0, 1]: with e_(k),d the
+k-th smallest of the n units' exposures in dimension d,
+
+    C(e) = mean_d mean_k (e_(k),d - (k - 1/2) / n)^2            (squared distance to Uniform(0, 1) quantiles)
+
+The paper trains with "balance and coverage priors"; its exact coverage term could not be read for this
+reimplementation, so C is embodia's reading of it (off by default: ``coverage_weight`` 0).
 
 Effects (outcome units). The paper defines a peer effect as the difference between a unit's counterfactual
 outcomes at two levels of peer exposure with its own treatment fixed. Here the two levels are the extreme
@@ -42,16 +49,18 @@ unit's observed treatment; the direct effect changes the own treatment at the ob
     direct_i = f_1(h_i, e_i) - f_0(h_i, e_i)
     peer_i   = f_{t_i}(h_i, e_i(1)) - f_{t_i}(h_i, e_i(0))                (0 for a unit without neighbours)
 
-The baselines run the same code path with a fixed one-dimensional exposure: ``count`` (treated neighbours /
-mean degree) or ``fraction`` (treated neighbours / degree).
+The baselines run the same code path: ``mpgnn``, the paper's naive learner, a plain message-passing GNN on
+the network itself (h_i = MLP(x_i), then ``gnn_layers`` rounds h_i <- U([h_i, sum_j M([h_j, t_j, a_ij])]),
+e_i = sigmoid(W h_i) in [0, 1]^(2K); it cannot count triangles), or a fixed one-dimensional exposure:
+``count`` (treated neighbours / mean degree) or ``fraction`` (treated neighbours / degree).
 
 Metrics (:mod:`.synthetic`): PEHE = sqrt(mean_i (effect_hat_i - effect_i)^2) for the direct and the peer
 effect, and the correlation between learned and true exposure (multiple correlation R and a rank
 correlation of the least-squares fit, since the learned exposure is 2K-dimensional and defined only up to
 an invertible transformation).
 
-Not implemented: the paper's extra priors beyond balancing, its semi-synthetic BlogCatalog / Flickr data
-and its other baselines (naive GNN exposure learners, motif-based mappings); the ego networks are 1-hop.
+Not implemented: the paper's semi-synthetic BlogCatalog / Flickr data and its motif-based baselines; the
+ego networks are 1-hop.
 """
 
 from __future__ import annotations
@@ -72,6 +81,7 @@ _EXPORTS = {
     "EgoNets": "model",
     "PeerEffects": "model",
     "baseline_exposure": "model",
+    "coverage_loss": "model",
     "ego_networks": "model",
     "estimate_peer_effects": "model",
     "make_config": "model",

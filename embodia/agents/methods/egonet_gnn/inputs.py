@@ -16,8 +16,9 @@ import numpy as np
 
 from embodia.core.errors import EmbodiaError
 
-MODELS = ("egonet", "count", "fraction")
-"""Exposure mappings: learned over ego networks, or the fixed count / fraction of treated neighbours."""
+MODELS = ("egonet", "mpgnn", "count", "fraction")
+"""Exposure mappings: learned over ego networks, learned by a plain message-passing GNN on the whole network
+(the paper's naive baseline), or the fixed count / fraction of treated neighbours."""
 HEADS = ("tarnet", "cfr")
 """Outcome heads: TARNet, or CFR (TARNet plus a balancing IPM term)."""
 

@@ -42,8 +42,10 @@ class EgoNetConfig:
     runs."""
 
     model: Literal[MODELS] = "egonet"
-    """Exposure mapping: ``egonet`` (learned over each ego network), or the fixed baselines ``count`` (number
-    of treated neighbours, divided by the mean degree) and ``fraction`` (share of treated neighbours)."""
+    """Exposure mapping: ``egonet`` (learned over each ego network), ``mpgnn`` (learned by a plain
+    message-passing GNN on the whole network, the paper's naive baseline), or the fixed baselines ``count``
+    (number of treated neighbours, divided by the mean degree) and ``fraction`` (share of treated
+    neighbours)."""
     head: Literal[HEADS] = "tarnet"
     """Outcome heads: ``tarnet`` (factual loss only) or ``cfr`` (plus an IPM between the representations of
     treated and control units)."""
@@ -55,6 +57,11 @@ class EgoNetConfig:
     layers: Annotated[int, Field(ge=0, le=4)] = 1
     """Message-passing rounds among the alters of each ego network (0: alters do not see each other, so
     triangles cannot be counted)."""
+    gnn_layers: Annotated[int, Field(ge=1, le=4)] = 2
+    """Rounds of message passing on the whole network for ``mpgnn`` (ignored by the other mappings)."""
+    coverage_weight: Annotated[float, Field(ge=0, le=100)] = 0.0
+    """beta, the weight of the coverage prior on the learned exposure (:func:`coverage_loss`; 0: off;
+    ignored by the fixed mappings)."""
     epochs: Annotated[int, Field(ge=1, le=100_000)] = 200
     """Full-batch Adam steps."""
     lr: Annotated[float, Field(gt=0, le=1)] = 1e-2
@@ -173,6 +180,57 @@ class ExposureNet(nn.Module):
         return torch.cat([fraction_like, count_like], dim=-1)
 
 
+class PeerConv(MessagePassing):
+    """One round of a plain message-passing GNN on the whole network (the naive exposure learner):
+    h_i <- U([h_i, sum_{j in N(i)} M([h_j, t_j, a_ij])])."""
+
+    def __init__(self, hidden: int, edge_features: int) -> None:
+        super().__init__(aggr="add")
+        self.message_mlp = _mlp(hidden + 1 + edge_features, hidden)
+        self.update_mlp = _mlp(2 * hidden, hidden)
+
+    def forward(self, h: Tensor, t: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
+        messages = self.propagate(edge_index, h=h, t=t[:, None], edge_attr=edge_attr)
+        return self.update_mlp(torch.cat([h, messages], dim=-1))
+
+    def message(self, h_j: Tensor, t_j: Tensor, edge_attr: Tensor) -> Tensor:
+        return self.message_mlp(torch.cat([h_j, t_j, edge_attr], dim=-1))
+
+
+class MPGNNExposure(nn.Module):
+    """The paper's naive learner: node states from the features, ``gnn_layers`` rounds of :class:`PeerConv`
+    over the network itself (peer treatments and edge features in the messages), e_i = sigmoid(W h_i) in
+    [0, 1]^(2K). It sees no ego network, so it cannot count the triangles through an edge; after two rounds
+    a unit's own treatment comes back to it through its neighbours, as in any plain GNN on the graph."""
+
+    def __init__(self, features: int, edge_features: int, hidden: int, channels: int, layers: int) -> None:
+        super().__init__()
+        self.embed = _mlp(features, hidden, hidden)
+        self.convs = nn.ModuleList(PeerConv(hidden, edge_features) for _ in range(layers))
+        self.out = nn.Linear(hidden, 2 * channels)
+
+    def forward(self, x: Tensor, t: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
+        h = self.embed(x)
+        for conv in self.convs:
+            h = conv(h, t, edge_index, edge_attr)
+        return torch.sigmoid(self.out(h))
+
+
+def coverage_loss(exposure: Tensor) -> Tensor:
+    """The coverage prior: each exposure dimension should spread over its range [0, 1] rather than collapse.
+
+    The squared 1-Wasserstein-2 distance between the sorted exposures of the n units and the quantiles of
+    Uniform(0, 1): mean_d mean_k (e_(k),d - (k - 1/2) / n)^2 (a sort, so differentiable almost everywhere).
+    An exposure that is informative up to an invertible transformation loses nothing by being spread.
+    """
+    n = exposure.shape[0]
+    if n == 0:
+        return exposure.sum()
+    quantiles = (torch.arange(n, dtype=exposure.dtype) + 0.5) / n
+    ranked = exposure.sort(dim=0).values
+    return ((ranked - quantiles[:, None]) ** 2).mean()
+
+
 def baseline_exposure(kind: str, network: Network, treatment: np.ndarray) -> np.ndarray:
     """The fixed exposure mappings: ``count`` = treated neighbours / mean degree, ``fraction`` = treated
     neighbours / degree (0 for an isolated unit). Shape ``(n,)``."""
@@ -236,6 +294,10 @@ class _Data:
     y: Tensor
     egos: EgoNets | None
     network: Network
+    edge_index: Tensor | None = None
+    """``(2, 2E)`` the network's edges in both directions (``mpgnn``)."""
+    edge_attr_both: Tensor | None = None
+    """``(2E, q)`` the edge features aligned with ``edge_index``."""
 
 
 class EgoNetGNN(nn.Module):
@@ -244,16 +306,22 @@ class EgoNetGNN(nn.Module):
     def __init__(self, config: EgoNetConfig, features: int, edge_features: int) -> None:
         super().__init__()
         self.kind = config.model
-        self.exposure_net = (
-            ExposureNet(features, edge_features, config.hidden, config.channels, config.layers)
-            if config.model == "egonet"
-            else None
-        )
-        dim = 2 * config.channels if config.model == "egonet" else 1
+        self.exposure_net: nn.Module | None = None
+        if config.model == "egonet":
+            self.exposure_net = ExposureNet(
+                features, edge_features, config.hidden, config.channels, config.layers
+            )
+        elif config.model == "mpgnn":
+            self.exposure_net = MPGNNExposure(
+                features, edge_features, config.hidden, config.channels, config.gnn_layers
+            )
+        dim = 2 * config.channels if self.exposure_net is not None else 1
         self.outcome = OutcomeModel(features, dim, config.hidden)
 
     def exposure(self, data: _Data, t: Tensor) -> Tensor:
         """e_i for the treatment vector ``t`` (only the neighbours' entries matter)."""
+        if self.kind == "mpgnn":
+            return self.exposure_net(data.x, t, data.edge_index, data.edge_attr_both)
         if self.exposure_net is not None:
             return self.exposure_net(data.x, t, data.edge_attr, data.egos)
         fixed = baseline_exposure(self.kind, data.network, t.numpy())
@@ -278,13 +346,17 @@ def fit(
     """Train on the factual outcomes (already standardised); returns the model, its data and the losses."""
     torch.manual_seed(config.seed)
     as_float = lambda a: torch.as_tensor(a, dtype=torch.float32)  # noqa: E731
+    edge_attr = as_float(_standardise(network.edge_features)[0])
+    edges = torch.from_numpy(network.edges)
     data = _Data(
         x=as_float(_standardise(x)[0]),
-        edge_attr=as_float(_standardise(network.edge_features)[0]),
+        edge_attr=edge_attr,
         t=as_float(t),
         y=as_float(y_standardised),
         egos=ego_networks(network) if config.model == "egonet" else None,
         network=network,
+        edge_index=torch.cat([edges, edges.flip(1)]).T.contiguous(),
+        edge_attr_both=torch.cat([edge_attr, edge_attr]),
     )
     model = EgoNetGNN(config, x.shape[1], network.edge_features.shape[1])
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -297,6 +369,8 @@ def fit(
         h = model.outcome.phi(data.x)
         e = fixed_e if fixed_e is not None else model.exposure(data, data.t)
         loss = F.mse_loss(model.outcome(h, e, data.t), data.y)
+        if fixed_e is None and config.coverage_weight > 0:
+            loss = loss + config.coverage_weight * coverage_loss(e)
         if config.head == "cfr" and config.ipm_weight > 0:
             ipm = sinkhorn_wasserstein if config.ipm == "wasserstein" else linear_mmd
             loss = loss + config.ipm_weight * ipm(h[treated], h[control])

@@ -1,5 +1,8 @@
-"""``compress_transformer``: replace a transformer's linear layers by low-rank factorisations at ranks
-from a schedule, under one parameter budget.
+"""``compress_transformer``: embodia's own post-hoc variant, not the paper's protocol. It replaces every
+linear layer inside the blocks (attention and MLP) by a low-rank factorisation, activation-aware on request,
+at ranks from a schedule under one parameter budget. The authors' post-hoc comparison is
+:func:`~.threshold.truncate_attention` (attention projections only, a per-matrix singular-value threshold),
+and their compressed models are pretrained with depth-increasing widths (:mod:`.pretrain`).
 
 Targets: every ``nn.Linear`` inside a numbered block (``layers.3.attn.q``, ``encoder.layer.0.attention.self
 .query``, ...), optionally filtered by name patterns; its depth is the block number. A schedule gives each

@@ -29,13 +29,35 @@ class ForecasterConfig:
     """Shape of :class:`PatchForecaster`."""
 
     context: int = 96
+    """Points of history the model reads."""
     horizon: int = 24
+    """Points it forecasts."""
     patch: int = 12
+    """Points per patch token (``context`` must be a multiple)."""
     d_model: int = 64
+    """Width of the residual stream."""
     heads: int = 4
+    """Attention heads per block."""
     layers: int = 3
+    """Pre-norm transformer blocks."""
     mlp: int = 128
+    """Hidden width of each block's GELU MLP."""
     season: int = 24
+    """Lag of the seasonal naive forecast that scales MASE."""
+    kv_dims: tuple[int, ...] | None = None
+    """Per-head inner width of Q/K/V (the authors' ``d_kv``) of every block, one entry per block; ``None``:
+    ``d_model // heads`` everywhere (a dense model). :func:`~.pretrain.depth_power_law` gives the paper's
+    depth-increasing widths."""
+
+    def __post_init__(self) -> None:
+        if self.kv_dims is not None:
+            self.kv_dims = tuple(int(k) for k in self.kv_dims)
+            if len(self.kv_dims) != self.layers or min(self.kv_dims) < 1:
+                raise ValueError(f"kv_dims needs {self.layers} positive widths, got {self.kv_dims}")
+
+    def kv_dim(self, block: int) -> int:
+        """Per-head Q/K/V width of ``block``."""
+        return self.kv_dims[block] if self.kv_dims is not None else self.d_model // self.heads
 
 
 def make_series(n: int, length: int, generator: torch.Generator) -> torch.Tensor:
@@ -93,28 +115,33 @@ def seasonal_naive(context: torch.Tensor, horizon: int, season: int) -> torch.Te
 
 
 class Attention(nn.Module):
-    def __init__(self, d: int, heads: int) -> None:
+    """Multi-head attention whose Q/K/V have ``heads * head_dim`` outputs (``head_dim`` may be below
+    ``d / heads``: the authors' ``inner_dim = n_heads * d_kv``); ``o`` maps back to ``d``."""
+
+    def __init__(self, d: int, heads: int, head_dim: int | None = None) -> None:
         super().__init__()
-        self.heads = heads
-        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.heads, self.head_dim = heads, head_dim or d // heads
+        inner = heads * self.head_dim
+        self.q, self.k, self.v = (nn.Linear(d, inner) for _ in range(3))
+        self.o = nn.Linear(inner, d)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, n, d = x.shape
+        b, n, _ = x.shape
 
         def split_heads(y: torch.Tensor) -> torch.Tensor:
-            return y.view(b, n, self.heads, d // self.heads).transpose(1, 2)
+            return y.view(b, n, self.heads, -1).transpose(1, 2)
 
         y = F.scaled_dot_product_attention(
             split_heads(self.q(x)), split_heads(self.k(x)), split_heads(self.v(x))
         )
-        return self.o(y.transpose(1, 2).reshape(b, n, d))
+        return self.o(y.transpose(1, 2).reshape(b, n, -1))
 
 
 class Block(nn.Module):
-    def __init__(self, config: ForecasterConfig) -> None:
+    def __init__(self, config: ForecasterConfig, index: int = 0) -> None:
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(config.d_model), nn.LayerNorm(config.d_model)
-        self.attn = Attention(config.d_model, config.heads)
+        self.attn = Attention(config.d_model, config.heads, config.kv_dim(index))
         self.fc1, self.fc2 = nn.Linear(config.d_model, config.mlp), nn.Linear(config.mlp, config.d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -133,7 +160,7 @@ class PatchForecaster(nn.Module):
         n = config.context // config.patch
         self.embed = nn.Linear(config.patch, config.d_model)
         self.pos = nn.Parameter(0.02 * torch.randn(n, config.d_model))
-        self.layers = nn.ModuleList(Block(config) for _ in range(config.layers))
+        self.layers = nn.ModuleList(Block(config, i) for i in range(config.layers))
         self.norm = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(n * config.d_model, config.horizon)
 
@@ -154,15 +181,20 @@ def train_forecaster(
     lr: float = 2e-3,
     model: PatchForecaster | None = None,
     log: Callable[[int, int, str], None] | None = None,
+    pool: torch.Tensor | None = None,
 ) -> PatchForecaster:
-    """Train (or fine-tune ``model``) with Adam on fresh synthetic series, L1 loss on the scaled target."""
+    """Train (or fine-tune ``model``) with Adam on fresh synthetic series, L1 loss on the scaled target.
+
+    ``pool``: the training series (default: :func:`training_pool` of ``seed``; pass it to share one pool
+    between models trained on the same seed)."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(10_000 + seed)
     model = model if model is not None else PatchForecaster(config)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.1)
-    pool = make_series(max(4 * batch, min(steps * batch // 4, 8192)), config.context + config.horizon, g)
+    if pool is None:
+        pool = training_pool(config, steps, seed, batch)
     for step in range(steps):
         idx = torch.randint(len(pool), (batch,), generator=g)
         ctx, tgt = split(pool[idx], config)
@@ -175,6 +207,13 @@ def train_forecaster(
         if log and (step % 50 == 0 or step == steps - 1):
             log(step + 1, steps, f"loss {loss.item():.3f}")
     return model.eval()
+
+
+def training_pool(config: ForecasterConfig, steps: int, seed: int = 0, batch: int = 64) -> torch.Tensor:
+    """The synthetic series :func:`train_forecaster` samples its batches from (``steps * batch / 4`` of
+    them, at least ``4 batch``, at most 8192)."""
+    g = torch.Generator().manual_seed(20_000 + seed)
+    return make_series(max(4 * batch, min(steps * batch // 4, 8192)), config.context + config.horizon, g)
 
 
 def evaluate(model: nn.Module, series: torch.Tensor, config: ForecasterConfig) -> float:
@@ -203,19 +242,36 @@ def weight_bytes(model: nn.Module) -> int:
 
 
 def inference_memory(model: nn.Module, inputs: torch.Tensor) -> int:
-    """Peak bytes of CPU memory allocated during one forward pass of ``inputs`` under ``torch.no_grad()``.
+    """Peak bytes of CPU memory allocated during one forward pass of ``inputs`` under ``torch.no_grad()``
+    (:func:`peak_memory`): activations, temporaries and the output; weights and ``inputs`` exist before and
+    are not counted."""
+    with torch.no_grad():
+        return peak_memory(lambda: model(inputs))
+
+
+def training_memory(model: nn.Module, inputs: torch.Tensor) -> int:
+    """Peak bytes allocated by one forward pass of ``inputs`` with autograd recording (:func:`peak_memory`):
+    the activations saved for the backward pass are alive at its end, so this is the activation memory of a
+    training step (without the gradients, which the backward pass allocates)."""
+    with torch.enable_grad():
+        return peak_memory(lambda: model(inputs))
+
+
+def peak_memory(fn: Callable[[], object]) -> int:
+    """Peak bytes of CPU memory allocated while ``fn()`` runs.
 
     Measured with ``torch.profiler.profile(activities=[CPU], profile_memory=True)``: every CPU allocation
-    and free the pass requests from torch's allocator (activations, temporaries, the output; weights and
-    ``inputs`` exist before and are not counted), sorted by time, running sum, maximum. Deterministic for
-    a given model and batch (no sampling); it is what the allocator was asked for, not the process's RSS
-    (no allocator caching or fragmentation). Reads the profiler's event tree (``torch._C._profiler``).
+    and free requested from torch's allocator, sorted by time, running sum, maximum (tensors that exist
+    before ``fn`` runs are not counted). Deterministic for a given model and batch (no sampling); it is what
+    the allocator was asked for, not the process's RSS (no allocator caching or fragmentation). Reads the
+    profiler's event tree (``torch._C._profiler``).
     """
     from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
 
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        model(inputs)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    del result
     stack, allocations = list(prof.profiler.kineto_results.experimental_event_tree()), []
     while stack:
         event = stack.pop()

@@ -24,9 +24,13 @@ filed as extrinsic-static.
 Each question is generated from scene parameters, so its answer is computed, not annotated:
 
 - four options, A-D; the correct one at a uniformly random position (seeded);
-- near-miss distractors: each differs from the answer by one minimal change — a mirror image, one cell or
-  cube moved, one fold forgotten or along the wrong line, one turn the wrong way, one step off, the view
-  from the opposite side — and each is verified wrong;
+- near-miss distractors, each verified wrong: one or two minimal changes from the answer — a mirror image,
+  one cell or cube moved, one fold forgotten or along the wrong line, one turn the wrong way, one step off,
+  the view from the opposite side. Where a kind's distractors were all one change from the key, the key was
+  the option "in the middle" and stimulus-blind answerers beat chance (:mod:`.blind`); those kinds now
+  offer a pool of near misses and near misses of near misses, from which
+  :func:`~.core.balanced_distractors` picks three so that a blind answerer finds the key with probability
+  1/4 (``question_at(..., balanced=False)`` keeps the one-change design, for comparison);
 - the stimulus and options as JSON data, as text a text-only model can read ('#' / '.' grids, cube layers,
   coordinates), and as images (Pillow, 128 px per option);
 - question ``i`` of a kind depends only on ``(kind, seed, i)``: :func:`question_at` makes (and a grader
@@ -35,11 +39,15 @@ Each question is generated from scene parameters, so its answer is computed, not
 :func:`evaluate_spatial_answers` reports accuracy overall, per quadrant and per kind against chance (1/4),
 with 95 % Wilson intervals and an exact binomial p-value. :func:`export_jsonl` / :func:`load_jsonl` write
 and read a set as JSON lines + PNG. :func:`answer_with_lm` asks a language model a question as text:
-local models by the log-probability of each option letter, generate-only endpoints by parsing the letter.
+local models by the log-probability of each option letter, generate-only endpoints by parsing the letter;
+with ``images=True`` an OpenAI-compatible endpoint gets the composite PNG as an ``image_url`` part
+(:func:`image_messages`), for a vision-language model.
 
-A known limit of near-miss designs (the paper's too): the distractors are each one change away from the
-answer, so the answer is often the option "in the middle" of the others; a model could gain above chance
-by comparing options with each other without reading the stimulus. The evaluator cannot tell.
+A known limit of near-miss designs (the paper's too): if the distractors are each one change away from the
+answer, the answer is the option "in the middle" of the others, and comparing the options with each other
+beats chance without reading the stimulus. :mod:`.blind` measures that (``scripts/spatial_dise_experiment.py
+--blind``); the balanced pools remove it for the two answerers they are balanced against, and the third
+(the medoid of the texts) is a check they were not tuned on. Other blind strategies are not ruled out.
 """
 
 from __future__ import annotations
@@ -55,8 +63,10 @@ from embodia.agents.methods.spatial_dise.answering import (
     LMAnswer,
     answer_all,
     answer_with_lm,
+    image_messages,
     letter_from_text,
     letter_logprobs,
+    png_data_url,
 )
 from embodia.agents.methods.spatial_dise.core import (
     IMAGE_SIZE,
@@ -93,11 +103,13 @@ __all__ = [
     "evaluate_spatial_answers",
     "export_jsonl",
     "generate_spatial_questions",
+    "image_messages",
     "kind_names",
     "kinds_for",
     "letter_from_text",
     "letter_logprobs",
     "load_jsonl",
     "parse_choice",
+    "png_data_url",
     "question_at",
 ]

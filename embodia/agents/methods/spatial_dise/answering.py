@@ -1,5 +1,7 @@
-"""Asking a language model Spatial-DISE questions as text: option-letter log-probabilities (local
-models) or the letter parsed from generated text (generate-only endpoints), optionally circular."""
+"""Asking a language model Spatial-DISE questions: as text (option-letter log-probabilities for local
+models, the letter parsed from generated text for generate-only endpoints), or as an image for a
+vision-language model behind an OpenAI-compatible endpoint (the composite PNG as a base64 ``data:`` URL in an
+``image_url`` content part of the chat message, beside the question's text); optionally circular."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from embodia.agents.methods.spatial_dise.core import LABELS, SpatialQuestion
+from embodia.agents.methods.spatial_dise.core import IMAGE_SIZE, LABELS, SpatialDiseError, SpatialQuestion
 
 _LEADING = re.compile(r"^\W*\(?([A-D])(?:[).:,]|\s*$)")
 _STATED = re.compile(r"answer\s*(?:is|:)?\s*(?:option\s*)?\(?([A-D])\b", re.IGNORECASE)
@@ -65,6 +67,30 @@ def letter_logprobs(lm: Any, prompt: str, letters: Sequence[str]) -> list[float]
     return list(lm.continuation_logprobs(chat, list(letters)))
 
 
+def png_data_url(image: Any) -> str:
+    """A PIL image as a ``data:image/png;base64,...`` URL (what an OpenAI ``image_url`` part carries)."""
+    import base64
+    import io
+
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def image_messages(question: SpatialQuestion, size: int = IMAGE_SIZE) -> list[dict[str, Any]]:
+    """The question as one OpenAI chat message for a vision-language model: a text part (the prompt, where
+    to look, how to answer) and an ``image_url`` part holding the composite PNG (the stimulus above the
+    lettered options, :meth:`SpatialQuestion.composite`). No text rendering of the stimulus is sent."""
+    letters = ", ".join(question.labels[:-1]) + f" or {question.labels[-1]}"
+    text = (
+        f"{question.prompt}\n\nThe image shows the question's stimulus at the top and the options below "
+        f"it, labelled {', '.join(question.labels)}.\n\nAnswer with the letter of the correct option "
+        f"({letters})."
+    )
+    image = {"type": "image_url", "image_url": {"url": png_data_url(question.composite(size))}}
+    return [{"role": "user", "content": [{"type": "text", "text": text}, image]}]
+
+
 def _shifted(question: SpatialQuestion, shift: int) -> SpatialQuestion:
     """The question with its options rotated: new option j is old option (j + shift) mod n."""
     n = len(question.options)
@@ -78,7 +104,12 @@ def _shifted(question: SpatialQuestion, shift: int) -> SpatialQuestion:
 
 
 def answer_with_lm(
-    lm: Any, question: SpatialQuestion, *, circular: bool = False, max_new_tokens: int = 16
+    lm: Any,
+    question: SpatialQuestion,
+    *,
+    circular: bool = False,
+    max_new_tokens: int = 16,
+    images: bool = False,
 ) -> LMAnswer:
     """Ask ``lm`` the question as text.
 
@@ -86,11 +117,19 @@ def answer_with_lm(
     highest log-probability as the start of its answer; a generate-only back end (an HTTP endpoint) has the
     letter parsed from its text. ``circular`` asks once per cyclic rotation of the options (n times) and
     takes, per option, the mean log-probability over the positions it was shown at (generate-only: the
-    option named most often, None on a tie), which cancels a preference for a letter.
+    option named most often, None on a tie), which cancels a preference for a letter. ``images`` sends
+    :func:`image_messages` (the composite PNG) instead of the text, to a generate-only back end (an
+    OpenAI-compatible endpoint serving a vision-language model); a local text model refuses it.
     """
     n = len(question.options)
     shifts = range(n) if circular else [0]
-    if hasattr(lm, "continuation_logprobs") and hasattr(lm, "chat_text"):
+    local = hasattr(lm, "continuation_logprobs") and hasattr(lm, "chat_text")
+    if images and local:
+        raise SpatialDiseError(
+            f"{getattr(lm, 'name', 'this model')} reads text only; images need an OpenAI-compatible "
+            "endpoint serving a vision-language model (--model http://HOST:PORT/v1#MODEL)"
+        )
+    if local:
         totals = [0.0] * n
         for shift in shifts:
             scores = letter_logprobs(lm, _shifted(question, shift).text(), question.labels)
@@ -102,7 +141,9 @@ def answer_with_lm(
     votes: Counter[int] = Counter()
     texts = []
     for shift in shifts:
-        text = lm.generate(_shifted(question, shift).text(), max_new_tokens=max_new_tokens)
+        shifted = _shifted(question, shift)
+        prompt = image_messages(shifted) if images else shifted.text()
+        text = lm.generate(prompt, max_new_tokens=max_new_tokens)
         texts.append(text)
         choice = letter_from_text(text, n)
         if choice is not None:
@@ -118,11 +159,12 @@ def answer_all(
     progress: Callable[[int, int, str], None] | None = None,
     *,
     circular: bool = False,
+    images: bool = False,
 ) -> list[LMAnswer]:
     """:func:`answer_with_lm` for every question, reporting ``progress(done, total, id)``."""
     answers = []
     for i, question in enumerate(questions):
-        answers.append(answer_with_lm(lm, question, circular=circular))
+        answers.append(answer_with_lm(lm, question, circular=circular, images=images))
         if progress is not None:
             progress(i + 1, len(questions), question.id)
     return answers

@@ -9,6 +9,7 @@ option at a uniformly random position among the four.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import zlib
@@ -281,13 +282,28 @@ def question_rng(kind: str, seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(kind.encode()), index])
 
 
-def question_at(kind: str, seed: int, index: int) -> SpatialQuestion:
-    """Question ``index`` of ``kind`` under ``seed``: the same on every call, made without the others."""
+def question_at(kind: str, seed: int, index: int, *, balanced: bool = True) -> SpatialQuestion:
+    """Question ``index`` of ``kind`` under ``seed``: the same on every call, made without the others.
+
+    ``balanced=False`` keeps the first three near misses of a kind's pool, each one change from the key
+    (the design that leaves the key in the middle; for measuring the blind baselines against it)."""
     spec = get_kind(kind)
     seed, index = _check_int("seed", seed), _check_int("index", index)
     rng = question_rng(kind, seed, index)
     draft = spec.generate(rng)
-    choices = [_plain(o) for o in [draft.correct, *draft.distractors]]
+    params = _plain(draft.params)
+    pool = [_plain(o) for o in draft.distractors]
+    if len(pool) > len(LABELS) - 1:  # a pool of near misses: three chosen so that the key is not the middle
+        correct = _plain(draft.correct)
+        if balanced:
+            chosen, met = balanced_distractors(rng, correct, pool)
+        else:
+            chosen, met = list(range(len(LABELS) - 1)), False
+        pool = [pool[k] for k in chosen]
+        if len(params.get("distractors", ())) == len(draft.distractors):
+            params["distractors"] = [params["distractors"][k] for k in chosen]
+        params["balanced"] = met
+    choices = [_plain(draft.correct), *pool]
     keys = {json.dumps(o, sort_keys=True) for o in choices}
     if len(choices) != len(LABELS) or len(keys) != len(choices):  # a generator bug, not a user error
         raise RuntimeError(f"{kind} seed {seed} index {index}: options are not {len(LABELS)} distinct ones")
@@ -296,7 +312,6 @@ def question_at(kind: str, seed: int, index: int) -> SpatialQuestion:
     options = [choices[1 + k] for k in order]
     slot = int(rng.integers(len(LABELS)))
     options.insert(slot, choices[0])
-    params = _plain(draft.params)
     if len(params.get("distractors", ())) == len(order):  # how each distractor was made, in option order
         params["distractors"] = [params["distractors"][k] for k in order]
     return SpatialQuestion(
@@ -315,11 +330,106 @@ def question_at(kind: str, seed: int, index: int) -> SpatialQuestion:
     )
 
 
-def generate_spatial_questions(kind: str | Iterable[str], n: int, seed: int = 0) -> list[SpatialQuestion]:
+POOL = 8
+"""How many near misses a kind's generator offers :func:`balanced_distractors` to choose three from."""
+
+
+def grow_pool(
+    rng: np.random.Generator,
+    key: Any,
+    perturb: Callable[[np.random.Generator, Any], tuple[Any, str] | None],
+    wrong: Callable[[Any], bool],
+    size: int = POOL,
+    tries: int = 300,
+    first: int = 3,
+) -> tuple[list[Any], list[str]]:
+    """Near misses of ``key`` and of each other (a distractor pool for :func:`balanced_distractors`).
+
+    The first ``first`` near misses are of the key; after them each try perturbs the key or one of its near
+    misses (uniformly; never a near miss of a near miss: at most two changes), ``perturb(rng, base)`` returning
+    ``(candidate, how)`` or None; a candidate is kept when it is new, not the key, and ``wrong`` (checked
+    by the kind's own verification). Returns the pool and how each was made ("mirror image, then one cell
+    moved" for a near miss of a near miss).
+    """
+    pool: list[Any] = []
+    made: list[str] = []
+    bases = [key]  # the key and the near misses of the key (depth 1): never a third change
+    for _ in range(tries):
+        j = 0 if len(pool) < first else int(rng.integers(len(bases)))
+        out = perturb(rng, bases[j])
+        if out is None or out[0] is None:
+            continue
+        candidate, how = out
+        if candidate == key or candidate in pool or not wrong(candidate):
+            continue
+        pool.append(candidate)
+        made.append(how if j == 0 else f"{made[pool.index(bases[j])]}, then {how}")
+        if j == 0:
+            bases.append(candidate)
+        if len(pool) == size:
+            break
+    return pool, made
+
+
+def _key_share(scores: Sequence[float]) -> float:
+    """How often a blind answerer picks option 0 (the key) by these scores, ties broken at random."""
+    low = min(scores)
+    best = [i for i, s in enumerate(scores) if s <= low + 1e-12]
+    return (0 in best) / len(best)
+
+
+def balanced_distractors(
+    rng: np.random.Generator, correct: Any, pool: Sequence[Any]
+) -> tuple[list[int], bool]:
+    """Three distractors from ``pool`` (indices) such that a stimulus-blind answerer picks the key with
+    probability 1/4, as by guessing.
+
+    Near misses of the key alone leave the key in the middle of the options, so a kind's pool also holds
+    near misses of near misses (two changes from the key). For every triple of the pool, p is how often the
+    two blind answerers of :mod:`.blind` — the medoid (least summed distance to the others) and the option
+    nearest the per-atom majority — pick the key (ties broken at random), averaged; only triples on which
+    the two agree are used where they allow it (so neither is above chance alone). One triple with
+    p >= 1/4 and one with p <= 1/4 are drawn uniformly, and the first is taken with the probability
+    lambda that makes lambda p_a + (1 - lambda) p_b = 1/4: the blind answerers' expected accuracy is
+    exactly chance. Where every triple leaves the key more central (or every one less), the triple nearest
+    1/4 is taken; the second value says whether 1/4 was met.
+    """
+    from embodia.agents.methods.spatial_dise.blind import distance_matrix, majority_scores
+
+    chance = 1.0 / len(LABELS)
+    everything = [correct, *pool]
+    distance = distance_matrix(everything)
+    triples: list[tuple[float, list[int]]] = []
+    agreeing: list[tuple[float, list[int]]] = []
+    for pick in itertools.combinations(range(len(pool)), len(LABELS) - 1):
+        rows = [0, *(k + 1 for k in pick)]
+        medoid = _key_share(distance[np.ix_(rows, rows)].sum(1).tolist())
+        vote = _key_share(majority_scores([everything[r] for r in rows]))
+        triples.append(((medoid + vote) / 2, list(pick)))
+        if abs(medoid - vote) < 1e-12:
+            agreeing.append(triples[-1])
+    if not triples:
+        raise RuntimeError("a distractor pool needs at least three near misses")
+    if any(t[0] >= chance - 1e-12 for t in agreeing) and any(t[0] <= chance + 1e-12 for t in agreeing):
+        triples = agreeing  # both answerers at chance, not one above and one below
+    high = [t for t in triples if t[0] >= chance - 1e-12]
+    low = [t for t in triples if t[0] <= chance + 1e-12]
+    if not high or not low:
+        nearest = min(abs(t[0] - chance) for t in triples)
+        closest = [t for t in triples if abs(t[0] - chance) <= nearest + 1e-12]
+        return closest[int(rng.integers(len(closest)))][1], False
+    (p_a, a), (p_b, b) = high[int(rng.integers(len(high)))], low[int(rng.integers(len(low)))]
+    take_a = 1.0 if p_a - p_b < 1e-12 else (chance - p_b) / (p_a - p_b)
+    return (a if rng.random() < take_a else b), True
+
+
+def generate_spatial_questions(
+    kind: str | Iterable[str], n: int, seed: int = 0, *, balanced: bool = True
+) -> list[SpatialQuestion]:
     """``n`` questions of each selected kind (a kind, a quadrant, ``"all"``, or a list of those);
-    ``result[i]`` of a single kind is ``question_at(kind, seed, i)``."""
+    ``result[i]`` of a single kind is ``question_at(kind, seed, i, balanced=balanced)``."""
     n = _check_int("n", n, low=1)
-    return [question_at(k, seed, i) for k in kinds_for(kind) for i in range(n)]
+    return [question_at(k, seed, i, balanced=balanced) for k in kinds_for(kind) for i in range(n)]
 
 
 # ---------------------------------------------------------------------------------------------- answers

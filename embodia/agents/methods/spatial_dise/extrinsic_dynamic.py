@@ -2,7 +2,9 @@
 
 - ``dynamic_sequence``: a robot on a grid follows forward / turn commands: where does it end and which
   way does it face? Distractors replay the commands with one turn the wrong way, one move a step off, or
-  one turn forgotten.
+  one turn forgotten, or with two such slips: a pool from which
+  :func:`~embodia.agents.methods.spatial_dise.core.balanced_distractors` picks three, so that the key is not
+  the option "in the middle".
 - ``cube_rolling``: a die is rolled over its edges north, east, south or west: which number ends on top?
   Distractors replay the rolls with one direction reversed or one roll left out (the options are two
   pairs of opposite faces, so that opposite faces adding up to 7 gives nothing away).
@@ -14,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from embodia.agents.methods.spatial_dise.core import Draft, Kind, register
+from embodia.agents.methods.spatial_dise.core import Draft, Kind, grow_pool, register
 
 GRID = 6
 HEADINGS = ("north", "east", "south", "west")
@@ -39,6 +41,22 @@ def run_commands(start: Any, facing: str, commands: list[str]) -> dict[str, Any]
     return {"x": x, "y": y, "facing": HEADINGS[heading]}
 
 
+def slips(commands: list[str]) -> list[tuple[str, list[str]]]:
+    """Every command list one slip away: a turn the wrong way, a turn forgotten, a move one step off."""
+    out: list[tuple[str, list[str]]] = []
+    for i, command in enumerate(commands):
+        if command.startswith("turn"):
+            flipped = "turn right" if command == "turn left" else "turn left"
+            out.append(("a turn the wrong way", [*commands[:i], flipped, *commands[i + 1 :]]))
+            out.append(("a turn forgotten", commands[:i] + commands[i + 1 :]))
+        else:
+            n = int(command.split()[1])
+            for m in (n - 1, n + 1):
+                if m >= 1:
+                    out.append(("a move one step off", [*commands[:i], f"forward {m}", *commands[i + 1 :]]))
+    return out
+
+
 def _dynamic_sequence(rng: np.random.Generator) -> Draft:
     while True:
         start = (int(rng.integers(GRID)), int(rng.integers(GRID)))
@@ -53,45 +71,40 @@ def _dynamic_sequence(rng: np.random.Generator) -> Draft:
         answer = run_commands(start, facing, commands)
         if answer is None:
             continue
-        candidates: list[tuple[str, dict[str, Any] | None]] = []
-        for i, command in enumerate(commands):
-            if command.startswith("turn"):
-                flipped = "turn right" if command == "turn left" else "turn left"
-                candidates.append(
-                    (
-                        "a turn the wrong way",
-                        run_commands(start, facing, [*commands[:i], flipped, *commands[i + 1 :]]),
-                    )
-                )
-                candidates.append(
-                    ("a turn forgotten", run_commands(start, facing, commands[:i] + commands[i + 1 :]))
-                )
-            else:
-                n = int(command.split()[1])
-                for m in (n - 1, n + 1):
-                    if m >= 1:
-                        changed = [*commands[:i], f"forward {m}", *commands[i + 1 :]]
-                        candidates.append(("a move one step off", run_commands(start, facing, changed)))
-        order = rng.permutation(len(candidates))
-        distractors, made = [], []
-        for k in order:
-            how, end = candidates[int(k)]
-            if end is not None and end != answer and end not in distractors:
-                distractors.append(end)
-                made.append(how)
-            if len(distractors) == 3:
-                return Draft(
-                    prompt=(
-                        f"A robot stands on a grid of {GRID} x {GRID} cells (x from 0 to {GRID - 1} going east, "
-                        f"y from 0 to {GRID - 1} going north). It carries out the commands in order: 'forward n' "
-                        "moves it n cells in the direction it faces; 'turn left' and 'turn right' turn it 90 "
-                        "degrees on the spot. Where does it end, and which way does it face?"
-                    ),
-                    stimulus={"start": start, "facing": facing, "commands": commands},
-                    correct=answer,
-                    distractors=distractors,
-                    params={"distractors": made},
-                )
+
+        def perturb(rng: np.random.Generator, base: Any, start: Any = start, facing: str = facing) -> Any:
+            variants = slips(base["commands"])
+            how, changed = variants[int(rng.integers(len(variants)))]
+            end = run_commands(start, facing, changed)
+            return (None, how) if end is None else ({**end, "commands": changed}, how)
+
+        pool, made = grow_pool(
+            rng,
+            {**answer, "commands": commands},
+            perturb,
+            lambda end, answer=answer: {k: end[k] for k in answer} != answer,
+        )
+        distractors: list[dict[str, Any]] = []
+        kept: list[str] = []
+        for end, how in zip(pool, made):  # different slips may end in the same place
+            place = {k: end[k] for k in answer}
+            if place not in distractors:
+                distractors.append(place)
+                kept.append(how)
+        made = kept
+        if len(distractors) >= 3:
+            return Draft(
+                prompt=(
+                    f"A robot stands on a grid of {GRID} x {GRID} cells (x from 0 to {GRID - 1} going east, "
+                    f"y from 0 to {GRID - 1} going north). It carries out the commands in order: 'forward n' "
+                    "moves it n cells in the direction it faces; 'turn left' and 'turn right' turn it 90 "
+                    "degrees on the spot. Where does it end, and which way does it face?"
+                ),
+                stimulus={"start": start, "facing": facing, "commands": commands},
+                correct=answer,
+                distractors=distractors,
+                params={"distractors": made},
+            )
 
 
 def _describe_robot(stimulus: Any) -> str:

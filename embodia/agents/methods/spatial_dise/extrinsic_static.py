@@ -2,7 +2,9 @@
 
 - ``projection``: which silhouette a stack of cubes shows from the front, back, left, right or top;
   distractors are the views from other sides (the opposite side is the mirror image) and the answer with
-  one cell added or taken away.
+  one cell added or taken away, or such a view with a cell added or taken away: a pool from which
+  :func:`~embodia.agents.methods.spatial_dise.core.balanced_distractors` picks three, so that the key is not
+  the option "in the middle".
 - ``perspective_taking``: objects on a map; imagine standing at one and facing another: where is a third
   (in front, left, behind, right), or which object is to the left / right / behind. The left-right swap
   is always among the distractors.
@@ -20,6 +22,7 @@ from embodia.agents.methods.spatial_dise.core import (
     Draft,
     Kind,
     grid_text,
+    grow_pool,
     layers_text,
     register,
 )
@@ -64,32 +67,28 @@ def _projection(rng: np.random.Generator) -> Draft:
             continue
         side = list(VIEW_WORDS)[int(rng.integers(len(VIEW_WORDS)))]
         answer = view(cubes, side)
-        candidates = [(f"view from the {s}", view(cubes, s)) for s in VIEW_WORDS if s != side]
-        candidates.sort(key=lambda item: item[0] != f"view from the {OPPOSITE[side]}")  # the mirror first
-        for _ in range(4):
+        views = [(f"view from the {s}", view(cubes, s)) for s in VIEW_WORDS if s != side]
+
+        def perturb(rng: np.random.Generator, base: Any, answer: Any = answer, views: Any = views) -> Any:
+            if base == answer and rng.random() < 0.5:  # another side's view, the mirror image among them
+                how, cells = views[int(rng.integers(len(views)))]
+                return cells, how
             r, c = int(rng.integers(SIDE)), int(rng.integers(SIDE))
-            changed = sorted(set(answer) ^ {(r, c)})
-            if changed:
-                candidates.append(("one cell added or removed", changed))
-        distractors, made = [], []
-        for how, cells in candidates[:1] + [
-            candidates[1:][int(k)] for k in rng.permutation(len(candidates) - 1)
-        ]:
-            if cells != answer and cells not in distractors:
-                distractors.append(cells)
-                made.append(how)
-            if len(distractors) == 3:
-                return Draft(
-                    prompt=(
-                        f"The object is a stack of unit cubes on a {SIDE} x {SIDE} base. Which option shows its "
-                        f"outline seen {VIEW_WORDS[side]}? Each option is a {SIDE} x {SIDE} picture, seen "
-                        "straight on, without perspective."
-                    ),
-                    stimulus={"cubes": cubes, "side": side},
-                    correct=answer,
-                    distractors=distractors,
-                    params={"heights": heights.tolist(), "distractors": made},
-                )
+            return sorted({tuple(cell) for cell in base} ^ {(r, c)}), "one cell added or removed"
+
+        distractors, made = grow_pool(rng, answer, perturb, lambda cells: len(cells) > 0)
+        if len(distractors) >= 3:
+            return Draft(
+                prompt=(
+                    f"The object is a stack of unit cubes on a {SIDE} x {SIDE} base. Which option shows its "
+                    f"outline seen {VIEW_WORDS[side]}? Each option is a {SIDE} x {SIDE} picture, seen "
+                    "straight on, without perspective."
+                ),
+                stimulus={"cubes": cubes, "side": side},
+                correct=answer,
+                distractors=distractors,
+                params={"heights": heights.tolist(), "distractors": made},
+            )
 
 
 def _draw_cubes(stimulus: Any, size: int) -> Any:

@@ -5,7 +5,9 @@ punched through every layer at one cell, and the sheet is unfolded: which patter
 answer is computed forward, by stacking layers: each fold moves the cells of its moving side onto their
 mirror cells, and the punch goes through every original cell stacked at the punched one. Distractors are
 the same punch unfolded with one fold forgotten or made along the wrong line, and the answer with one hole
-shifted to a neighbouring cell.
+shifted to a neighbouring cell, and such near misses with a hole shifted: a pool from which
+:func:`~embodia.agents.methods.spatial_dise.core.balanced_distractors` picks three, so that the key is not
+the option "in the middle".
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from embodia.agents.methods.spatial_dise.core import Draft, Kind, grid_text, register
+from embodia.agents.methods.spatial_dise.core import Draft, Kind, grid_text, grow_pool, register
 
 N = 6
 
@@ -109,21 +111,21 @@ def _fold_and_punch(rng: np.random.Generator) -> Draft:
                 if other != SIDES[side][0]:
                     wrong = sides[:i] + [_sides_for(other, rng)] + sides[i + 1 :]
                     candidates.append(("a fold along the wrong line", unfold(punch, wrong)))
-        for _ in range(6):
-            hole = answer[int(rng.integers(len(answer)))]
+
+        def perturb(
+            rng: np.random.Generator, base: Any, answer: Any = answer, first: Any = candidates
+        ) -> Any:
+            if base == answer and rng.random() < 0.5:  # a fold forgotten or along the wrong line
+                how, holes = first[int(rng.integers(len(first)))]
+                return holes, how
+            hole = base[int(rng.integers(len(base)))]
             dr, dc = [(0, 1), (1, 0), (0, -1), (-1, 0)][int(rng.integers(4))]
             shifted = (hole[0] + dr, hole[1] + dc)
-            if 0 <= shifted[0] < N and 0 <= shifted[1] < N and shifted not in answer:
-                candidates.append(("one hole shifted", sorted((set(answer) - {hole}) | {shifted})))
-        order = rng.permutation(len(candidates))
-        distractors, made = [], []
-        for k in order:
-            how, holes = candidates[int(k)]
-            if holes != answer and holes not in distractors:
-                distractors.append(holes)
-                made.append(how)
-            if len(distractors) == 3:
-                break
+            if not (0 <= shifted[0] < N and 0 <= shifted[1] < N) or shifted in base:
+                return None
+            return sorted((set(base) - {hole}) | {shifted}), "one hole shifted"
+
+        distractors, made = grow_pool(rng, answer, perturb, lambda holes: len(holes) > 0)
         if len(distractors) < 3:
             continue
         return Draft(

@@ -22,6 +22,7 @@ from embodia.agents.methods.spatial_dise.core import (
     Draft,
     Kind,
     grid_text,
+    grow_pool,
     layers_text,
     register,
 )
@@ -48,29 +49,29 @@ def _rotation_2d(rng: np.random.Generator) -> Draft:
             continue
         turns = int(rng.integers(1, 4))
         answer = shapes.rotate(shape, turns)
-        distractors, made = [shapes.mirror(answer)], ["mirror image"]
-        for _ in range(40):
-            moved = shapes.move_one_cell(rng, answer)
-            if (
-                moved is not None
-                and _fits(moved)
-                and moved not in distractors
-                and moved != answer
-                and not shapes.same_up_to_rotation(shape, moved)
-            ):
-                distractors.append(moved)
-                made.append("one cell moved")
-                if len(distractors) == 3:
-                    return Draft(
-                        prompt=(
-                            "Which option shows the figure turned in the plane (by 90, 180 or 270 degrees), "
-                            "without flipping it over?"
-                        ),
-                        stimulus={"shape": shape},
-                        correct=answer,
-                        distractors=distractors,
-                        params={"clockwise_degrees": 90 * turns, "distractors": made},
-                    )
+
+        def perturb(rng: np.random.Generator, base: shapes.Shape) -> tuple[Any, str]:
+            if rng.random() < 0.3:
+                return shapes.mirror(base), "mirror image"
+            return shapes.move_one_cell(rng, base), "one cell moved"
+
+        distractors, made = grow_pool(
+            rng,
+            answer,
+            perturb,
+            lambda c, shape=shape: _fits(c) and not shapes.same_up_to_rotation(shape, c),
+        )
+        if len(distractors) >= 3:
+            return Draft(
+                prompt=(
+                    "Which option shows the figure turned in the plane (by 90, 180 or 270 degrees), "
+                    "without flipping it over?"
+                ),
+                stimulus={"shape": shape},
+                correct=answer,
+                distractors=distractors,
+                params={"clockwise_degrees": 90 * turns, "distractors": made},
+            )
 
 
 register(
@@ -97,13 +98,19 @@ def _rotation_3d(rng: np.random.Generator) -> Draft:
         answer = shapes.rotate3(shape, shapes.ROTATIONS3[turn])
         if answer == shape:
             continue
-        mirrored = shapes.mirror3(answer)
-        other = shapes.rotate3(mirrored, shapes.ROTATIONS3[int(rng.integers(1, len(shapes.ROTATIONS3)))])
-        moved = shapes.move_one_cube(rng, answer)
-        if moved is None or moved in shapes.orientations3(shape):
-            continue
-        distractors = [mirrored, other, moved]
-        if len({answer, *distractors}) == 4:
+
+        def perturb3(rng: np.random.Generator, base: Any) -> tuple[Any, str] | None:
+            choice = rng.random()
+            if choice < 0.2:
+                return shapes.mirror3(base), "mirror image"
+            if choice < 0.4:
+                turn = shapes.ROTATIONS3[int(rng.integers(1, len(shapes.ROTATIONS3)))]
+                return shapes.rotate3(shapes.mirror3(base), turn), "mirror image, turned"
+            return shapes.move_one_cube(rng, base), "one cube moved"
+
+        orientations = shapes.orientations3(shape)
+        distractors, made = grow_pool(rng, answer, perturb3, lambda c, turned=orientations: c not in turned)
+        if len(distractors) >= 3:
             return Draft(
                 prompt=(
                     "The object is made of unit cubes glued face to face. Which option shows the same object "
@@ -112,10 +119,7 @@ def _rotation_3d(rng: np.random.Generator) -> Draft:
                 stimulus={"cubes": shape},
                 correct=answer,
                 distractors=distractors,
-                params={
-                    "rotation": shapes.ROTATIONS3[turn].tolist(),
-                    "distractors": ["mirror image", "mirror image, turned", "one cube moved"],
-                },
+                params={"rotation": shapes.ROTATIONS3[turn].tolist(), "distractors": made},
             )
 
 
@@ -159,38 +163,30 @@ def _assembly(rng: np.random.Generator) -> Draft:
     while True:
         gap = shapes.grow(rng, int(rng.integers(4, 7)), inside=board)
         answer = shapes.rotate(gap, int(rng.integers(4)))
-        distractors: list[shapes.Shape] = []
-        made: list[str] = []
-        mirrored = shapes.rotate(shapes.mirror(answer), int(rng.integers(4)))
-        if not piece_fills(mirrored, gap):
-            distractors.append(mirrored)
-            made.append("mirror image")
-        for _ in range(40):
-            if rng.random() < 0.6:
-                candidate, how = shapes.move_one_cell(rng, answer), "one cell moved"
-            else:
-                candidate, how = _one_cell_more_or_less(rng, answer), "one cell more or less"
-            if (
-                candidate is None
-                or candidate in distractors
-                or not _fits(candidate, BOARD + 1)
-                or piece_fills(candidate, gap)
-            ):
-                continue
-            distractors.append(candidate)
-            made.append(how)
-            if len(distractors) == 3:
-                return Draft(
-                    prompt=(
-                        f"A square board of {BOARD} x {BOARD} cells has a gap. Which piece fills the gap "
-                        "exactly (every gap cell covered, nothing left over)? Pieces may be turned in the plane "
-                        "but not flipped over."
-                    ),
-                    stimulus={"size": BOARD, "gap": gap},
-                    correct=answer,
-                    distractors=distractors,
-                    params={"distractors": made},
-                )
+
+        def perturb(rng: np.random.Generator, base: shapes.Shape) -> tuple[Any, str] | None:
+            choice = rng.random()
+            if choice < 0.2:
+                return shapes.rotate(shapes.mirror(base), int(rng.integers(4))), "mirror image"
+            if choice < 0.6:
+                return shapes.move_one_cell(rng, base), "one cell moved"
+            return _one_cell_more_or_less(rng, base), "one cell more or less"
+
+        distractors, made = grow_pool(
+            rng, answer, perturb, lambda c, gap=gap: _fits(c, BOARD + 1) and not piece_fills(c, gap)
+        )
+        if len(distractors) >= 3:
+            return Draft(
+                prompt=(
+                    f"A square board of {BOARD} x {BOARD} cells has a gap. Which piece fills the gap "
+                    "exactly (every gap cell covered, nothing left over)? Pieces may be turned in the plane "
+                    "but not flipped over."
+                ),
+                stimulus={"size": BOARD, "gap": gap},
+                correct=answer,
+                distractors=distractors,
+                params={"distractors": made},
+            )
 
 
 def _board_cells(stimulus: Any) -> list[tuple[int, int]]:

@@ -1,9 +1,13 @@
 """Intrinsic-static kinds: the shape of one object as it is, with nothing moved.
 
 - ``shape_finding`` (disembedding): which small piece lies inside a large figure exactly as drawn;
-  distractors are the piece with one cell moved, mirrored or turned, none of which fits.
+  distractors are the piece with one cell moved, mirrored or turned (or two such changes), none of which fits.
 - ``symmetry``: which figure has a line of mirror symmetry; distractors are the symmetric figure with one
-  cell moved so that no mirror line is left.
+  or two cells moved so that no mirror line is left.
+
+Both offer a pool of near misses and near misses of near misses, from which
+:func:`~embodia.agents.methods.spatial_dise.core.balanced_distractors` picks three so that the key is not
+the option "in the middle".
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from embodia.agents.methods.spatial_dise import shapes
-from embodia.agents.methods.spatial_dise.core import Draft, Kind, grid_text, register
+from embodia.agents.methods.spatial_dise.core import Draft, Kind, grid_text, grow_pool, register
 
 FIGURE_MAX = 6
 
@@ -31,28 +35,19 @@ def _shape_finding(rng: np.random.Generator) -> Draft:
         if max(max(r, c) for r, c in figure) >= FIGURE_MAX:
             continue
         piece = shapes.norm(shapes.grow(rng, int(rng.integers(4, 6)), inside=set(figure)))
-        distractors: list[shapes.Shape] = []
-        made: list[str] = []
-        for _ in range(60):
+
+        def perturb(rng: np.random.Generator, base: shapes.Shape) -> tuple[Any, str] | None:
             how = ["one cell moved", "one cell moved", "mirrored", "turned"][int(rng.integers(4))]
             if how == "one cell moved":
-                candidate = shapes.move_one_cell(rng, piece)
-            elif how == "mirrored":
-                candidate = shapes.mirror(piece)
-            else:
-                candidate = shapes.rotate(piece, int(rng.integers(1, 4)))
-            if (
-                candidate is None
-                or candidate == piece
-                or candidate in distractors
-                or shapes.fits_at(candidate, figure)
-            ):
-                continue
-            distractors.append(candidate)
-            made.append(how)
-            if len(distractors) == 3:
-                break
-        if len(distractors) == 3:
+                return shapes.move_one_cell(rng, base), how
+            if how == "mirrored":
+                return shapes.mirror(base), how
+            return shapes.rotate(base, int(rng.integers(1, 4))), how
+
+        distractors, made = grow_pool(
+            rng, piece, perturb, lambda c, figure=figure: not shapes.fits_at(c, figure)
+        )
+        if len(distractors) >= 3:
             break
     rows = 1 + max(r for r, _ in figure)
     cols = 1 + max(c for _, c in figure)
@@ -120,32 +115,23 @@ def _symmetric(rng: np.random.Generator) -> tuple[shapes.Shape, str]:
 def _symmetry(rng: np.random.Generator) -> Draft:
     while True:
         shape, axis = _symmetric(rng)
-        distractors: list[shapes.Shape] = []
-        for _ in range(80):
-            moved = shapes.move_one_cell(rng, shape)
-            if (
-                moved is None
-                or moved in distractors
-                or mirror_lines(moved)
-                or max(max(r, c) for r, c in moved) >= FIGURE_MAX
-            ):
-                continue
-            distractors.append(moved)
-            if len(distractors) == 3:
-                return Draft(
-                    prompt=(
-                        "Which of the four figures is mirror-symmetric: it has a straight line (vertical, "
-                        "horizontal or diagonal) across which its two halves are exact mirror images?"
-                    ),
-                    stimulus={"cells": len(shape)},
-                    correct=shape,
-                    distractors=distractors,
-                    params={
-                        "mirror_lines": mirror_lines(shape),
-                        "built_with": axis,
-                        "distractors": ["one cell moved"] * 3,
-                    },
-                )
+        distractors, made = grow_pool(
+            rng,
+            shape,
+            lambda rng, base: (shapes.move_one_cell(rng, base), "one cell moved"),
+            lambda c: not mirror_lines(c) and max(max(r, col) for r, col in c) < FIGURE_MAX,
+        )
+        if len(distractors) >= 3:
+            return Draft(
+                prompt=(
+                    "Which of the four figures is mirror-symmetric: it has a straight line (vertical, "
+                    "horizontal or diagonal) across which its two halves are exact mirror images?"
+                ),
+                stimulus={"cells": len(shape)},
+                correct=shape,
+                distractors=distractors,
+                params={"mirror_lines": mirror_lines(shape), "built_with": axis, "distractors": made},
+            )
 
 
 def _symmetry_stimulus(stimulus: Any, size: int) -> Any:
