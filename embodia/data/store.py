@@ -60,6 +60,7 @@ from embodia.data.store_failures import (
     remove_created,
     remove_strays,
     remove_uncommitted_chunks,
+    wait_for_pending_writes,
     write_failure,
 )
 from embodia.data.store_integrity import (
@@ -516,6 +517,7 @@ class TrajectoryStore(VideoAndFps):
             check_same_folder(self.path, self._folder)  # unmounted during the write: it went elsewhere
             return indices
         except OSError as error:  # full, read-only or gone: the committed episodes stay as they were
+            wait_for_pending_writes()  # chunk writes of the failed call may still be landing
             if moved_away(self.path, self._folder):
                 remove_strays(self.path, since=began)
             else:

@@ -10,6 +10,7 @@ removed — so that ``embodia info --check`` is clean and the store can be appen
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import math
@@ -73,6 +74,25 @@ def write_failure(path: Path, error: OSError, committed: int | None) -> StoreWri
             "Check the mount, then run again"
         )
     return StoreWriteError(f"cannot write to {where}: {reason} (errno {error.errno}); {kept}")
+
+
+def wait_for_pending_writes(timeout_s: float = 60.0) -> None:
+    """Wait until zarr's I/O loop has no other task left (bounded by ``timeout_s``).
+
+    zarr writes an array's chunks as concurrent tasks gathered on its I/O loop; when one chunk write fails
+    (the file system went away under it), the error comes back at once while its sibling writes are still
+    running, and a sibling finishing later would re-create a file after the clean-up removed it. The
+    clean-up after a failed write therefore waits for them first.
+    """
+    from zarr.core.sync import _get_loop, sync
+
+    async def others_done() -> None:
+        me = asyncio.current_task()
+        while others := [task for task in asyncio.all_tasks() if task is not me and not task.done()]:
+            await asyncio.wait(others)
+
+    with contextlib.suppress(Exception):  # a clean-up aid: the write's own error is what gets reported
+        sync(others_done(), loop=_get_loop(), timeout=timeout_s)
 
 
 def folder_identity(path: Path) -> tuple[int, int]:
