@@ -58,3 +58,24 @@ def run_cli(*args: str, timeout: float = 300, check: bool = False) -> subprocess
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(autouse=True)
+def _ordinary_cpu_scheduling():
+    """Give the test process back ordinary CPU scheduling if a test left it real-time.
+
+    A native library may switch the calling thread to a real-time policy (SVT-AV1 does as root; embodia's
+    encoders undo it, tests/data/test_video.py checks that). Every later child would inherit it, and one busy
+    child (Chromium, a rerun server) then holds a core nothing else gets: the run stalls instead of failing.
+    """
+    yield
+    if not hasattr(os, "sched_getscheduler") or os.sched_getscheduler(0) == os.SCHED_OTHER:
+        return
+    policy = os.sched_getscheduler(0)
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    import warnings
+
+    warnings.warn(
+        f"this test left the test process on CPU scheduling policy {policy}; reset to SCHED_OTHER",
+        stacklevel=2,
+    )

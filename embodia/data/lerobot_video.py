@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from embodia.data.lerobot_format import LeRobotFormatError
+from embodia.data.video import caller_scheduling_kept
 
 #: --video-codec name -> (PyAV encoder, its options besides GOP and CRF)
 CODECS: dict[str, tuple[str, dict[str, str]]] = {
@@ -76,21 +77,23 @@ class VideoFileEncoder:
                 f"camera key {key!r}: frames of shape {frames.shape[1:]} ({frames.dtype}) after frames of "
                 f"{self.shape} (uint8): a LeRobot video has one image size; export images of one shape per camera"
             )
-        for frame in frames:
-            picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
-            picture.pts = self.frames
-            self.frames += 1
-            for packet in self._stream.encode(picture):
-                self._container.mux(packet)
+        with caller_scheduling_kept():  # SVT-AV1 as root would leave this thread real-time
+            for frame in frames:
+                picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
+                picture.pts = self.frames
+                self.frames += 1
+                for packet in self._stream.encode(picture):
+                    self._container.mux(packet)
 
     @property
     def bytes_written(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 
     def close(self) -> None:
-        for packet in self._stream.encode():
-            self._container.mux(packet)
-        self._container.close()
+        with caller_scheduling_kept():
+            for packet in self._stream.encode():
+                self._container.mux(packet)
+            self._container.close()
 
 
 def video_info(path: Path, codec: str, *, crf: int, gop: int) -> dict[str, Any]:

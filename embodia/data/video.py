@@ -14,9 +14,10 @@ episodes, so a longer group of pictures saves bytes and costs no access time.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -67,6 +68,27 @@ def _frame_rate(fps: float | None) -> Fraction:
     return Fraction(fps if fps else 30.0).limit_denominator(1001)
 
 
+@contextlib.contextmanager
+def caller_scheduling_kept() -> Iterator[None]:
+    """Run an encoder and give the calling thread back its CPU scheduling policy afterwards.
+
+    SVT-AV1 (the ``av1`` encoder), run as root, switches the thread that feeds it frames to real-time
+    scheduling (SCHED_FIFO, priority 99) and leaves it there. Every thread and process that thread starts
+    later inherits the policy, and one busy child (a browser, a server) then holds a core that nothing else
+    can have: a test run once stalled for half an hour that way. Restored here for every encode.
+    """
+    if not hasattr(os, "sched_getscheduler"):
+        yield
+        return
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        yield
+    finally:
+        if (os.sched_getscheduler(0), os.sched_getparam(0)) != (policy, param):
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(0, policy, param)
+
+
 def encode_frames(frames: np.ndarray, encoding: VideoEncoding, fps: float | None) -> bytes:
     """An mp4 file (in memory) holding ``frames`` (T, H, W, C) uint8 with C in 1 or 3, one video frame each.
 
@@ -85,7 +107,7 @@ def encode_frames(frames: np.ndarray, encoding: VideoEncoding, fps: float | None
     layout = "gray" if channels == 1 else "rgb24"
     os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its configuration to stderr otherwise
     buffer = io.BytesIO()
-    with av.open(buffer, "w", format="mp4") as container:
+    with caller_scheduling_kept(), av.open(buffer, "w", format="mp4") as container:
         stream = container.add_stream(VIDEO_ENCODERS[encoding.codec], rate=_frame_rate(fps))
         stream.width, stream.height = frames.shape[2], frames.shape[1]
         stream.pix_fmt = "yuv420p"

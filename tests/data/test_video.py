@@ -64,3 +64,36 @@ def test_psnr():
     b[0, 0, 0, 0] += 1 if b[0, 0, 0, 0] < 255 else -1
     expected = 10 * np.log10(255**2 / (1 / a.size))
     assert psnr(a, b.astype(np.uint8)) == pytest.approx(expected)
+
+
+def test_encoding_leaves_the_callers_cpu_scheduling_as_it_was(tmp_path):
+    """SVT-AV1 run as root switches the feeding thread to SCHED_FIFO 99; everything it starts afterwards would
+    inherit a real-time policy (this once starved a whole test run). The encoders give the policy back."""
+    import os
+    import threading
+
+    from embodia.data.lerobot_video import VideoFileEncoder
+
+    def in_store():
+        encode_frames(moving_gradient(4, 16, 16), VideoEncoding.default("av1"), fps=10)
+
+    def in_lerobot_file():
+        encoder = VideoFileEncoder(tmp_path / "cam.mp4", "av1", 10, 16, 16)
+        encoder.add("cam", moving_gradient(4, 16, 16))
+        encoder.close()
+
+    def policy_after(encode) -> list:
+        seen = []
+
+        def run():
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))  # a fresh, ordinary thread
+            encode()
+            seen.append(os.sched_getscheduler(0))
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+        return seen
+
+    assert policy_after(in_store) == [os.SCHED_OTHER]
+    assert policy_after(in_lerobot_file) == [os.SCHED_OTHER]
