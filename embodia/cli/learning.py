@@ -109,6 +109,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="results file per environment, {env} replaced by its name (default: "
         "results/offline_rl/{env}.json; with --quick under runs/quick-results/)",
     )
+    q.add_argument(
+        "--merge",
+        action="store_true",
+        help="add this part's runs to the results files already there (same budget; a run of the same "
+        "method, task and seed replaces the file's, the rest stay): a comparison run in parts",
+    )
     q.add_argument("--steps", type=positive_int, help="gradient steps per run")
     q.add_argument("--seeds", type=seed, nargs="+")
     q.add_argument(
@@ -261,13 +267,22 @@ def cmd_bench_offline_rl(args: argparse.Namespace) -> int:
         raise EmbodiaError("--steps must be positive")
     from embodia.core.results import default_results_path
     from embodia.policies.comparison import markdown
-    from embodia.policies.comparison_results import ENV_FIELD, results_paths, write_comparison_results
+    from embodia.policies.comparison_results import (
+        ENV_FIELD,
+        check_mergeable,
+        comparison_budget,
+        results_paths,
+        write_comparison_results,
+    )
 
     pattern = args.results or default_results_path(f"offline_rl/{ENV_FIELD}", quick=args.quick)
-    results_paths(pattern, [case.family for case in config.cases])  # a bad pattern fails before any run
+    paths = results_paths(pattern, [case.family for case in config.cases])  # a bad pattern fails first
+    if args.merge:  # so does a part that cannot join its results file
+        for case in config.cases:
+            check_mergeable(paths[case.family], comparison_budget(config), config.methods, case.family)
     summary = run_comparison(config, progress=True, workers=args.workers, ray_address=args.ray_address)
     print(markdown(summary["rows"], config))
     print(f"written: {args.out}/results.md, results.json, results.png")
-    for path in write_comparison_results(summary, config, pattern):
+    for path in write_comparison_results(summary, config, pattern, merge=args.merge):
         print(f"results: {path}")
     return 0

@@ -21,12 +21,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from embodia.core.results import provenance
 from embodia.data.store import TrajectoryStore
-from embodia.policies.comparison_results import dataset_coverage
+from embodia.policies.comparison_results import dataset_coverage, method_row
 from embodia.policies.paper_settings import PAPER_SETTINGS, method_setting, sparse_rewards
 from embodia.policies.train import TrainConfig, train
 from embodia.runner.datasets import generate_dataset
-from embodia.runner.evaluate import evaluate_policy, wilson_interval
+from embodia.runner.evaluate import evaluate_policy
 from embodia.runner.parallel import map_tasks, wants_ray
 
 
@@ -77,7 +78,7 @@ def quick_config(out: str) -> ComparisonConfig:
 
 
 #: what the results files keep of every run (``eval.json``)
-RUN_FIELDS = ("task_id", "seed", "success", "eval_episodes", "train_seconds", "steps_per_second")
+RUN_FIELDS = ("task_id", "seed", "success", "eval_episodes", "train_seconds", "steps_per_second", "commit")
 
 
 @dataclass(frozen=True)
@@ -139,40 +140,16 @@ def run_comparison(
     rows: list[dict[str, Any]] = []
     for case in config.cases:
         for method in config.methods:
-            mine = [s for s in specs if (s.case, s.method) == (case, method)]
-            runs = [(s, r) for s in mine if (r := _finished_run(Path(s.run), config)) is not None]
-            successes = sum(round(r["success"] * r["eval_episodes"]) for _, r in runs)
-            trials = sum(r["eval_episodes"] for _, r in runs)
-            low, high = wilson_interval(successes, trials)
-            per_task = {
-                str(task): [r["success"] for s, r in runs if s.task_id == task] for task in case.task_ids
-            }
-            setting = method_setting(case.family, method)
-            rows.append(
-                {
-                    "case": case.family,
-                    "task_ids": list(case.task_ids),
-                    "method": method,
-                    "label": setting.label or method,
-                    "settings": setting.config,
-                    "source": setting.source,
-                    "success": successes / max(trials, 1),
-                    "interval": [low, high],
-                    "per_task": {task: sum(v) / len(v) if v else None for task, v in per_task.items()},
-                    "per_task_interval": {
-                        str(task): _pooled_interval([r for s, r in runs if s.task_id == task])
-                        for task in case.task_ids
-                    },
-                    "per_seed": [
-                        sum(r["success"] for s, r in runs if s.seed == seed) / max(len(case.task_ids), 1)
-                        for seed in config.seeds
-                    ],
-                    "episodes": trials,
-                    "steps_per_second": sum(r["steps_per_second"] for _, r in runs) / max(len(runs), 1),
-                    "loss_drop": [_loss_drop(Path(s.run) / "metrics.jsonl") for s in mine],
-                    "runs": [{k: r.get(k) for k in RUN_FIELDS} for _, r in runs],
-                }
-            )
+            runs = []
+            for spec in specs:
+                if (spec.case, spec.method) == (case, method):
+                    finished = _finished_run(Path(spec.run), config)
+                    if finished is not None:
+                        runs.append(
+                            {k: finished[k] for k in RUN_FIELDS if k in finished}
+                            | {"loss_drop": _loss_drop(Path(spec.run) / "metrics.jsonl")}
+                        )
+            rows.append(method_row(case.family, case.task_ids, method, runs, config.seeds))
     summary = {"config": asdict(config), "rows": rows, "coverage": coverage}
     (out / "results.json").write_text(json.dumps(summary, indent=2))
     (out / "results.md").write_text(markdown(rows, config))
@@ -222,6 +199,7 @@ def train_and_evaluate(spec: RunSpec, config: ComparisonConfig, progress: bool =
         "batch_size": config.batch_size,
         "eval_episodes": scores.episodes,
         "steps_per_second": result["steps_per_second"],
+        "commit": provenance()["commit"],
     }
     (Path(spec.run) / "eval.json").write_text(json.dumps(row))
     return row
@@ -244,12 +222,6 @@ def _finished_run(run: Path, config: ComparisonConfig) -> dict[str, Any] | None:
         return None
     saved.setdefault("steps_per_second", config.steps / last["time"])
     return saved
-
-
-def _pooled_interval(runs: list[dict[str, Any]]) -> list[float]:
-    """95 % Wilson interval of the success over all evaluation episodes of ``runs``."""
-    successes = sum(round(r["success"] * r["eval_episodes"]) for r in runs)
-    return list(wilson_interval(successes, sum(r["eval_episodes"] for r in runs)))
 
 
 def _loss_drop(metrics_path: Path) -> dict[str, float]:

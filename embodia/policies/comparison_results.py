@@ -9,8 +9,15 @@ Each file (the format of :mod:`embodia.core.results`) holds two tables, which th
   (episodes that pass through it at least once, and steps at it), which bounds what any offline learner
   can pick up.
 
-Its ``data`` keeps what the tables do not show: every run (task, seed, success, episodes, training time),
-the per-task Wilson intervals, each method's settings and their source, and the comparison's budget.
+Its ``data`` keeps what the tables do not show: every run (task, seed, success, episodes, training time,
+the commit it was measured at), the per-task Wilson intervals, each method's settings and their source, and
+the comparison's budget.
+
+A comparison too long for one sitting is run in parts (``embodia bench offline-rl --merge``): a part adds
+its runs to the environment's results file, replacing runs of the same method, task and seed and keeping
+the rest, provided the file was written at the same budget and each method it re-runs has the same settings
+(else :class:`~embodia.core.errors.EmbodiaError` says why, before anything runs). The merged file's command
+lists every part's command.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from embodia.core.errors import EmbodiaError
-from embodia.core.results import Column, Table, interval, write_results
+from embodia.core.results import Column, Table, interval, read_results, write_results
+from embodia.policies.paper_settings import method_setting
+from embodia.runner.evaluate import wilson_interval
 
 if TYPE_CHECKING:
     from embodia.policies.comparison import ComparisonConfig
@@ -72,6 +81,131 @@ def dataset_coverage(store_path: str | Path, task_id: int) -> dict[str, int]:
     }
 
 
+def pooled_interval(runs: Sequence[Mapping[str, Any]]) -> list[float]:
+    """95 % Wilson interval of the success over all evaluation episodes of ``runs``."""
+    successes = sum(round(r["success"] * r["eval_episodes"]) for r in runs)
+    return list(wilson_interval(successes, sum(r["eval_episodes"] for r in runs)))
+
+
+def method_row(
+    family: str,
+    task_ids: Sequence[int],
+    method: str,
+    runs: Sequence[Mapping[str, Any]],
+    seeds: Sequence[int],
+    setting: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One method's row on one environment from its finished runs (``eval.json`` records: task_id, seed,
+    success, eval_episodes, steps_per_second, and optionally loss_drop and commit).
+
+    Success is pooled over every evaluation episode of every run (so with equal episodes per run it is the
+    average over tasks and seeds); ``per_task`` averages over seeds, ``per_seed`` over the tasks that seed
+    ran (``None`` where a task or seed has no run). ``setting`` (label, settings, source) defaults to the
+    settings table's for ``method``.
+    """
+    if setting is None:
+        paper = method_setting(family, method)
+        setting = {"label": paper.label or method, "settings": paper.config, "source": paper.source}
+    runs = sorted(runs, key=lambda r: (r["task_id"], r["seed"]))
+    trials = sum(r["eval_episodes"] for r in runs)
+    per_task = {str(task): [r["success"] for r in runs if r["task_id"] == task] for task in task_ids}
+    per_seed = [[r["success"] for r in runs if r["seed"] == seed] for seed in seeds]
+    return {
+        "case": family,
+        "task_ids": list(task_ids),
+        "method": method,
+        "label": setting["label"],
+        "settings": setting["settings"],
+        "source": setting["source"],
+        "success": sum(round(r["success"] * r["eval_episodes"]) for r in runs) / max(trials, 1),
+        "interval": pooled_interval(runs),
+        "per_task": {task: sum(v) / len(v) if v else None for task, v in per_task.items()},
+        "per_task_interval": {
+            str(task): pooled_interval([r for r in runs if r["task_id"] == task]) for task in task_ids
+        },
+        "per_seed": [sum(v) / len(v) if v else None for v in per_seed],
+        "episodes": trials,
+        "steps_per_second": sum(r["steps_per_second"] for r in runs) / max(len(runs), 1),
+        "loss_drop": [r["loss_drop"] for r in runs if r.get("loss_drop")],
+        "runs": [dict(r) for r in runs],
+    }
+
+
+def _previous_runs(entry: Mapping[str, Any], commit: str) -> list[dict[str, Any]]:
+    """A results file's runs of one method, each with its loss drop and the commit it was measured at
+    (files written before runs carried them: the method's loss drops in run order, the file's commit)."""
+    runs = [dict(r) for r in entry["runs"]]
+    drops = entry.get("loss_drop", [])
+    for i, run in enumerate(runs):
+        run.setdefault("commit", commit)
+        if "loss_drop" not in run and len(drops) == len(runs):
+            run["loss_drop"] = drops[i]
+    return runs
+
+
+def check_mergeable(path: Path, budget: Mapping[str, Any], methods: Sequence[str], family: str) -> None:
+    """Refuse to merge into ``path`` a part of another budget, or a method whose settings have changed
+    since the file was written (a missing file is a fresh start).
+
+    Raises:
+        EmbodiaError: what differs, and what to do.
+    """
+    if not path.exists():
+        return
+    previous = read_results(path)["data"]
+    differing = {
+        key: (previous.get("budget", {}).get(key), value)
+        for key, value in budget.items()
+        if previous.get("budget", {}).get(key) != value
+    }
+    if differing:
+        detail = ", ".join(f"{key} {old} there, {new} here" for key, (old, new) in differing.items())
+        raise EmbodiaError(
+            f"--merge: {path} was written at another budget ({detail}); run with its budget or write a new "
+            "file with --results"
+        )
+    for method in methods:
+        entry = previous.get("methods", {}).get(method)
+        if entry is not None and entry["settings"] != method_setting(family, method).config:
+            raise EmbodiaError(
+                f"--merge: {method}'s settings on {family} changed since {path} was written; write a new file "
+                "with --results"
+            )
+
+
+def merge_rows(
+    rows: Sequence[Mapping[str, Any]], path: Path, family: str, task_ids: Sequence[int]
+) -> tuple[list[dict[str, Any]], list[int], list[str]]:
+    """This part's rows merged with the results file at ``path``: (rows, seeds, commands).
+
+    A run of this part replaces the file's run of the same method, task and seed; the file's other runs and
+    methods stay (methods in the file's order, then new ones).
+    """
+    previous = read_results(path)
+    entries = previous["data"].get("methods", {})
+    fresh = {row["method"]: row for row in rows}
+    merged: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for method, entry in entries.items():
+        setting = {k: entry[k] for k in ("label", "settings", "source")}
+        merged[method] = (setting, _previous_runs(entry, previous["commit"]))
+    for method, row in fresh.items():
+        setting = {k: row[k] for k in ("label", "settings", "source")}
+        replaced = {(r["task_id"], r["seed"]) for r in row["runs"]}
+        kept = [r for r in merged.get(method, (setting, []))[1] if (r["task_id"], r["seed"]) not in replaced]
+        merged[method] = (setting, kept + [dict(r) for r in row["runs"]])
+    seeds = sorted({r["seed"] for _, runs in merged.values() for r in runs})
+    commands = [c for c in previous["command"].split(COMMAND_SEPARATOR) if c]
+    return (
+        [method_row(family, task_ids, m, runs, seeds, setting) for m, (setting, runs) in merged.items()],
+        seeds,
+        commands,
+    )
+
+
+#: between the commands of a merged results file's parts
+COMMAND_SEPARATOR = " ; "
+
+
 def methods_table(rows: Sequence[Mapping[str, Any]], task_ids: Sequence[int], seeds: Sequence[int]) -> Table:
     """The ``methods`` table of one environment from :func:`~embodia.policies.comparison.run_comparison`'s
     rows for it."""
@@ -109,25 +243,43 @@ def coverage_table(coverage: Sequence[Mapping[str, int]]) -> Table:
     return table
 
 
+def comparison_budget(config: ComparisonConfig) -> dict[str, Any]:
+    """What makes runs comparable: everything in the config but the environments, methods, seeds and folder."""
+    return {k: v for k, v in asdict(config).items() if k not in ("cases", "methods", "seeds", "out")}
+
+
 def write_comparison_results(
-    summary: Mapping[str, Any], config: ComparisonConfig, pattern: str | Path
+    summary: Mapping[str, Any],
+    config: ComparisonConfig,
+    pattern: str | Path,
+    merge: bool = False,
+    command: str | None = None,
 ) -> list[Path]:
-    """Write one results file per environment of ``summary`` (what ``run_comparison`` returned)."""
+    """Write one results file per environment of ``summary`` (what ``run_comparison`` returned); with
+    ``merge``, add its runs to the files already there (:func:`merge_rows`)."""
+    from embodia.core.results import provenance
+
     paths = results_paths(pattern, [case.family for case in config.cases])
+    command = command or provenance()["command"]
     written = []
     for case in config.cases:
         rows = [row for row in summary["rows"] if row["case"] == case.family]
-        budget = {k: v for k, v in asdict(config).items() if k not in ("cases", "methods", "seeds", "out")}
+        budget = comparison_budget(config)
+        seeds, commands = list(config.seeds), []
+        if merge and paths[case.family].exists():
+            check_mergeable(paths[case.family], budget, [row["method"] for row in rows], case.family)
+            rows, seeds, commands = merge_rows(rows, paths[case.family], case.family, case.task_ids)
         written.append(
             write_results(
                 paths[case.family],
                 {
-                    "methods": methods_table(rows, case.task_ids, config.seeds),
+                    "methods": methods_table(rows, case.task_ids, seeds),
                     "coverage": coverage_table(summary["coverage"][case.family]),
                 },
                 name=f"offline_rl/{environment_slug(case.family)}",
                 title=f"DEAS and its baselines on {case.family}, tasks {', '.join(map(str, case.task_ids))}",
-                seeds=config.seeds,
+                seeds=seeds,
+                command=COMMAND_SEPARATOR.join(dict.fromkeys([*commands, command])),
                 data={
                     "budget": budget,
                     "task_ids": list(case.task_ids),

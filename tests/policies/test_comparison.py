@@ -120,3 +120,27 @@ def test_one_results_path_for_several_environments_is_refused(cli, tmp_path):
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "2 environments need {env} in the path" in result.stderr
     assert not (tmp_path / "b").exists()  # nothing started
+
+
+def test_a_part_that_cannot_join_its_results_file_is_refused_before_it_runs(cli, tmp_path):
+    from embodia.policies.comparison import quick_config
+    from embodia.policies.comparison_results import method_row, write_comparison_results
+
+    run = {"task_id": 1, "seed": 0, "success": 1.0, "eval_episodes": 1, "steps_per_second": 9.0}
+    tasks = (1, 2, 3, 4, 5)
+    coverage = [
+        {"task": t, "episodes_with_goal": 1, "episodes": 2, "goal_steps": 3, "steps": 400} for t in tasks
+    ]
+    summary = {
+        "rows": [method_row("CubeSingle", tasks, "bc", [run], (0,))],
+        "coverage": {"CubeSingle": coverage},
+    }
+    results = tmp_path / "{env}.json"
+    write_comparison_results(summary, quick_config(str(tmp_path / "a")), results, command="the quick part")
+    result = cli(
+        "bench", "offline-rl", "--quick", "--methods", "bc", "--steps", "7", "--merge",
+        "--out", str(tmp_path / "b"), "--results", str(results),
+    )  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "another budget (steps 120 there, 7 here)" in result.stderr
+    assert not (tmp_path / "b").exists()  # nothing started
