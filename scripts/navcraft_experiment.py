@@ -1,9 +1,17 @@
 """NavCraft / CoNavBench experiment: benchmark statistics, collaborative vs solo execution per taxonomy type,
-disturbances with and without re-planning, a language-model planner, and a picture of one episode.
+disturbances with and without re-planning, a language-model planner, and a picture of one episode; and the
+agentic generator against the rule-based one.
 
-    .venv/bin/python scripts/navcraft_experiment.py                 # 8 scenes x 25 episodes, LM on 10
-    .venv/bin/python scripts/navcraft_experiment.py --lm none       # without the LM planner
-    .venv/bin/python scripts/navcraft_experiment.py --quick         # 2 scenes x 3 episodes (tests)
+    .venv/bin/python scripts/navcraft_experiment.py                 # both parts
+    .venv/bin/python scripts/navcraft_experiment.py --part benchmark --lm none   # without the LM planner
+    .venv/bin/python scripts/navcraft_experiment.py --part generators --agent-lm http://host:8080/v1#model
+    .venv/bin/python scripts/navcraft_experiment.py --quick         # 2 scenes x 3 episodes, 1 agent episode
+
+Part ``generators`` (results file ``--generator-results``, default ``results/navcraft/generators.json``): the
+rule-based generator on 8 scenes x 10 episodes per seed and the agentic one (:mod:`embodia.agents.navcraft.
+agentic`, SmolLM2 by default) on ``--agent-episodes`` episode slots per seed (seed k: episode 0 of scene k),
+seeds 0 1 2, each compared with the rule-based episode of the same slot; validity, fallbacks, single-robot
+episodes, taxonomy and pattern coverage, planned makespan reduction, with 95 % intervals.
 
 Steps: (a) generate the episodes (the 4 shipped scenes, then procedural ones) and report their statistics;
 (b) execute every episode with the collaborative schedule (``planner``) and with the primary robot alone
@@ -29,14 +37,17 @@ from typing import Any
 import numpy as np
 
 from embodia.agents.methods.report import progress_bar, save_json
+from embodia.agents.navcraft.agentic import tool_counts
 from embodia.agents.navcraft.benchmark import generate, scene_refs
 from embodia.agents.navcraft.evaluation import RunConfig, run_episodes
 from embodia.agents.navcraft.executor import execute
 from embodia.agents.navcraft.mission import TAXONOMY, NavCraftEpisode
 from embodia.agents.navcraft.render import draw_episode
+from embodia.agents.navcraft.stats import PATTERNS, collaboration_patterns, generator_summary
 from embodia.core.results import Column, Table, default_results_path, write_results
 
 RESULTS_NAME = "navcraft/experiment"
+GENERATORS_NAME = "navcraft/generators"
 IMAGE = "docs/images/navcraft/episode.png"
 
 
@@ -286,6 +297,159 @@ def write_picture(episode: NavCraftEpisode, path: Path) -> tuple[Table, dict[str
     return table, data
 
 
+# ---------------------------------------------------------------------- (f) agentic vs rule-based generator
+def generator_tables(
+    rows: list[dict[str, Any]], groups: dict[str, list[NavCraftEpisode]]
+) -> dict[str, Table]:
+    """The comparison table, episodes per collaboration pattern per generator, and the single-robot split."""
+    table = Table(
+        [
+            Column("generator", "generator"),
+            Column("episodes", "episodes"),
+            Column("mission_by_agent", "stage 1 by the agent", ".0%"),
+            Column("schedule_by_agent", "stage 2 by the agent", ".0%"),
+            Column("fell_back", "fell back to rules", ".0%"),
+            Column("proposals", "proposals"),
+            Column("valid_as_proposed", "proposals valid as proposed", ".0%"),
+            Column("valid_final", "episodes valid", ".0%"),
+            Column("single_robot", "single-robot episodes", ".0%"),
+            Column("reduction", "planned makespan reduction", ".1%"),
+            Column("taxonomy_coverage", "taxonomy types covered", ".0%"),
+            Column("pattern_coverage", "patterns covered", ".0%"),
+            Column("lm_calls", "LM calls / episode", ".1f"),
+            Column("seconds", "s / episode", ".2f"),
+        ]
+    )
+    for row in rows:
+        table.add(**row)
+    names = list(groups)
+    keys = [f"g{i}" for i in range(len(names))]
+    patterns = Table([Column("pattern", "pattern")] + [Column(k, n) for k, n in zip(keys, names)])
+    for pattern in PATTERNS:
+        counts = [sum(pattern in collaboration_patterns(e.schedule) for e in eps) for eps in groups.values()]
+        patterns.add(pattern=pattern, **dict(zip(keys, counts)))
+    for kind in TAXONOMY:
+        patterns.add(
+            pattern=f"type: {kind}",
+            **{k: sum(e.info["taxonomy"] == kind for e in eps) for k, eps in zip(keys, groups.values())},
+        )
+    single = Table(
+        [
+            Column("generator", "generator"),
+            Column("reason", "single-robot episode because"),
+            Column("episodes", "episodes"),
+        ]
+    )
+    for name, episodes in groups.items():
+        for reason in ("no_helpers", "no_gain", "agent_kept_solo"):
+            single.add(
+                generator=name,
+                reason=reason,
+                episodes=sum(e.info.get("single_robot") == reason for e in episodes),
+            )
+    return {"generators": table, "patterns": patterns, "single_robot": single}
+
+
+def agent_table(records: list, episodes: list[NavCraftEpisode]) -> Table:
+    """What the agent's answers were: outcomes per stage, unparsable answers, tool errors, tool calls."""
+    table = Table([Column("quantity", "agent"), Column("count", "count"), Column("share", "share", ".0%")])
+    calls = sum(r.lm_calls for r in records)
+    for label, value, total in (
+        ("LM answers", calls, calls),
+        ("answers without a tool call", sum(r.unparsable for r in records), calls),
+        ("tool calls refused (bad name or arguments)", sum(r.tool_errors for r in records), calls),
+        ("stage 1: agent's mission used", sum(r.mission_by == "agent" for r in records), len(records)),
+        ("stage 2: agent's collaboration used", sum(r.schedule_by == "agent" for r in records), len(records)),
+        (
+            "stage 2: agent kept the mission solo",
+            sum(r.schedule_by == "agent_solo" for r in records),
+            len(records),
+        ),
+        ("stage 2: fell back to rules", sum(r.schedule_by == "rules" for r in records), len(records)),
+        (
+            "stage 2: no helpers (single-robot slot)",
+            sum(r.schedule_by == "no_helpers" for r in records),
+            len(records),
+        ),
+    ):
+        table.add(quantity=label, count=int(value), share=value / total if total else None)
+    for name, count in tool_counts(records).items():
+        table.add(quantity=f"tool calls: {name}", count=count, share=count / calls if calls else None)
+    return table
+
+
+def run_generators(args, say) -> int:
+    """Part ``generators``: the rule-based and the agentic generator on the same episode slots."""
+    from embodia.agents.llm import load_lm
+    from embodia.agents.navcraft.agentic import AgenticConfig, AgenticGenerator
+
+    quick = args.quick
+    seeds = args.generator_seeds or ([0] if quick else [0, 1, 2])
+    scenes = args.scenes or (2 if quick else 8)
+    per_scene = args.episodes or (3 if quick else 10)
+    agent_episodes = args.agent_episodes if args.agent_episodes is not None else 1
+    agent_config = AgenticConfig(max_turns=1, max_new_tokens=24) if quick else AgenticConfig()
+    lm = load_lm(args.agent_lm) if agent_episodes else None
+    generator = AgenticGenerator(lm, agent=agent_config)
+    rules, same_slots, agentic, records = [], [], [], []
+    rule_seconds = agent_seconds = 0.0
+    transcript: list = []
+    for position, seed in enumerate(seeds):
+        refs = scene_refs(scenes, seed)
+        result = generate(refs, per_scene, seed)
+        rule_seconds += result.stats["seconds"]
+        rules += result.episodes
+        for slot in range(position, position + agent_episodes):  # seed k starts at scene k
+            scene_index, index = slot % scenes, slot // scenes
+            same_slots.append(result.episodes[scene_index * per_scene + index])
+            t = time.perf_counter()
+            episode, record = generator.episode(refs[scene_index], scene_index, index, seed)
+            agent_seconds += time.perf_counter() - t
+            agentic.append(episode)
+            records.append(record)
+            transcript = transcript or record.transcript
+            say(
+                f"seed {seed} {episode.episode_id}: mission by {record.mission_by}, schedule by "
+                f"{record.schedule_by}, {record.lm_calls} LM calls, {time.perf_counter() - t:.0f} s"
+            )
+    slot_seconds = rule_seconds / max(len(rules), 1) * len(same_slots)
+    agent_label = f"agent ({lm.name if lm else args.agent_lm})"
+    rows = [
+        generator_summary("rules, all episodes", rules, rule_seconds),
+        generator_summary("rules, the agent's slots", same_slots, slot_seconds),
+        generator_summary(agent_label, agentic, agent_seconds),
+    ]
+    groups = {"rules, all episodes": rules, "rules, the agent's slots": same_slots, agent_label: agentic}
+    tables = generator_tables(rows, groups)
+    tables["agent"] = agent_table(records, agentic)
+    for name in tables:
+        say(tables[name].markdown() + "\n")
+    config = {
+        "seeds": seeds,
+        "scenes": scenes,
+        "episodes_per_scene": per_scene,
+        "agent_episodes_per_seed": agent_episodes,
+        "agent_lm": lm.name if lm else args.agent_lm,
+        "agent": agent_config.__dict__,
+        "torch_threads": args.torch_threads,
+        "quick": quick,
+    }
+    path = args.generator_results or default_results_path(GENERATORS_NAME, quick=quick)
+    write_results(
+        path,
+        tables,
+        name=GENERATORS_NAME,
+        title="NavCraft: the agentic generator (language model + tools) against the rule-based one",
+        command=None
+        if args.argv is None
+        else shlex.join(["python", "scripts/navcraft_experiment.py", *args.argv]),
+        seeds=list(seeds),
+        data={"config": config, "first_transcript": transcript},
+    )
+    say(f"results: {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 scenes x 3 episodes, LM on 1 (tests)")
@@ -304,14 +468,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lm", default="smollm2", help="LM planner model, or 'none' to skip it")
     parser.add_argument("--lm-episodes", type=int, default=None, help="episodes for the LM (default 10)")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument(
+        "--part", choices=("all", "benchmark", "generators"), default="all", help="which part to run"
+    )
+    parser.add_argument("--agent-lm", default="smollm2", help="the agentic generator's model or endpoint")
+    parser.add_argument(
+        "--agent-episodes", type=int, default=None, help="agent episodes per seed (default 1)"
+    )
+    parser.add_argument(
+        "--generator-seeds", type=int, nargs="+", default=None, help="default 0 1 2 (--quick: 0)"
+    )
+    parser.add_argument("--generator-results", default=None, help=f"default: results/{GENERATORS_NAME}.json")
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="torch threads of the local language models (1: fastest on a loaded 2-core machine; 0: torch's choice)",
+    )
     args = parser.parse_args(argv)
+    args.argv = argv
+    if (
+        args.torch_threads
+    ):  # the local language models (the agent's, the LM planner's) run on this many threads
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    show = not args.quiet
+    say = print if show else (lambda *a, **k: None)
+    if args.part == "generators":
+        return run_generators(args, say)
+    if args.part == "all":
+        run_generators(args, say)
     results_path = args.results or default_results_path(RESULTS_NAME, quick=args.quick)
     image = Path(args.image or ("runs/quick-results/navcraft/episode.png" if args.quick else IMAGE))
     scenes = args.scenes or (2 if args.quick else 8)
     per_scene = args.episodes or (3 if args.quick else 25)
     lm_episodes = args.lm_episodes if args.lm_episodes is not None else (1 if args.quick else 10)
-    show = not args.quiet
-    say = print if show else (lambda *a, **k: None)
     began = time.perf_counter()
     seconds: dict[str, float] = {}
     tables: dict[str, Table] = {}

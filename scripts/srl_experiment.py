@@ -4,16 +4,22 @@ Trains three variants at the same budget on ``render_videos("movi-lite", N, seed
 FG-ARI and mBO on held-out videos (seed=1), several seeds each:
 
 - ``base``: feature reconstruction + slot-slot contrast across time (SlotContrast-style);
-- ``reg``:  + the warm-up slot regulariser;
-- ``srl``:  + deblurring and denoising after the warm-up (full SRL).
+- ``reg``:  + the slot regulariser over the first 10 % of the steps;
+- ``srl``:  + deblurring and denoising after 20 % of the steps (full SRL, the authors' schedule).
 
-The frozen features come from a small ConvEncoder pretrained here as a frame autoencoder (once, seed 0,
-shared by every run, so the variants differ only in the slot model's losses and seeds). Prints the table,
-writes the results file (``--results``; table ``variants``) that docs/guides/video.md renders, the raw runs
-(``--out``) and a mask picture (frames, ground truth, each variant's decoder masks).
+The frozen features come from a backbone trained here on the training videos (``--backbone``:
+``autoencoder``, a ConvEncoder frame autoencoder, or ``geometry``, the geometry teacher's network trained
+on the rendered depth; see ``embodia/perception/srl/backbones.py``), once (seed 0) and shared by every run,
+so the variants differ only in the slot model's losses and seeds; ``--encoder`` uses a saved encoder folder
+instead, or ``hf:DIR`` a user's DINOv2 saved with transformers (the authors' backbone). ``--pool`` averages
+the token grid (2: 16x16 -> 8x8 patches). The reference table holds k-means on the same frozen features
+(per video, K clusters): what the features alone give. Prints the tables, writes the results file
+(``--results``; tables ``variants`` and ``reference``) that docs/guides/video.md renders, the raw runs
+(``--out``) and a mask picture (frames, ground truth, k-means, each variant's decoder masks).
 
-    python scripts/srl_experiment.py            # full run (~12 min on 2 CPU cores)
+    python scripts/srl_experiment.py            # full run (~12 min on 2 loaded CPU cores)
     python scripts/srl_experiment.py --quick    # tiny preset, a few steps, 1 seed
+    python scripts/srl_experiment.py --encoder hf:/path/to/dinov2-small   # a local DINOv2 (slow on CPU)
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import numpy as np
 import torch
 
 from embodia.core.results import Column, Table, default_results_path, interval, write_results
+from embodia.perception.encoder_io import load_encoder
+from embodia.perception.metrics import fg_ari, mbo, upsample_labels
 from embodia.perception.srl import (
     VARIANTS,
     SRLConfig,
@@ -37,9 +45,18 @@ from embodia.perception.srl import (
     train_srl,
     variant_config,
 )
+from embodia.perception.srl.backbones import (
+    GeometryBackboneConfig,
+    PooledEncoder,
+    encoder_tokens,
+    kmeans_labels,
+    train_geometry_backbone,
+)
 from embodia.perception.video import render_videos
 
 PICTURE = Path("docs/images/perception/srl_masks.png")
+STEPS, BATCH, LR, POOL = 400, 4, 1e-3, 2
+"""The full run's budget: optimiser steps, clips per step, peak learning rate, token pooling."""
 PALETTE = np.array(
     [[40, 40, 40], [230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200], [245, 130, 48], [145, 30, 180],
      [70, 240, 240], [240, 50, 230], [210, 245, 60], [250, 190, 190], [0, 128, 128], [170, 110, 40]],
@@ -119,13 +136,73 @@ def table(rows: list[dict]) -> Table:
     return result
 
 
+CURVE_COLUMNS = [
+    Column("variant", "variant"),
+    Column("seed", "seed"),
+    Column("steps", "steps"),
+    Column("fg_ari", "FG-ARI (decoder masks)", ".1f"),
+    Column("mbo", "mBO (decoder masks)", ".1f"),
+    Column("fg_ari_attn", "FG-ARI (attention masks)", ".1f"),
+]
+"""Held-out scores (x100) during training, at ``--checkpoints``."""
+
+
+def reference_table(name: str, scores: dict[str, float], seconds: float) -> Table:
+    """k-means on the frozen features (x100): what the backbone alone gives."""
+    result = Table(
+        [
+            Column("features", "frozen features"),
+            Column("fg_ari", "FG-ARI (k-means)", ".1f"),
+            Column("mbo", "mBO (k-means)", ".1f"),
+            Column("backbone_s", "backbone training s", ".0f"),
+        ]
+    )
+    result.add(features=name, fg_ari=100 * scores["fg_ari"], mbo=100 * scores["mbo"], backbone_s=seconds)
+    return result
+
+
+def build_backbone(args: argparse.Namespace, train, config: SRLConfig, quick: bool):
+    """(encoder, its description, training log) from ``--encoder`` or ``--backbone`` (+ ``--pool``)."""
+    log: list[dict] = []
+    if args.encoder:
+        encoder, name = load_encoder(args.encoder).requires_grad_(False), f"encoder {args.encoder}"
+    elif args.backbone == "geometry":
+        steps = 5 if quick else args.backbone_steps
+        encoder, log = train_geometry_backbone(train.rgb, train.depth, GeometryBackboneConfig(steps=steps))
+        name = f"geometry teacher network, {steps} steps on depth + frames"
+    else:
+        encoder = pretrain_encoder(train.rgb, config, log)
+        name = f"ConvEncoder autoencoder, {config.pretrain_steps} steps"
+    if args.pool > 1:
+        encoder = PooledEncoder(encoder, args.pool)
+        name += f", tokens average-pooled {args.pool}x{args.pool}"
+    return encoder, f"{name} ({encoder.grid}x{encoder.grid} patches of {encoder.dim})", log
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny preset, a few steps, 1 seed")
     parser.add_argument("--train", type=int, default=32, help="training videos (seed 0)")
     parser.add_argument("--test", type=int, default=16, help="held-out videos (seed 1)")
-    parser.add_argument("--steps", type=int, default=1500, help="optimiser steps per run")
+    parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps per run")
+    parser.add_argument("--batch", type=int, default=BATCH, help="clips per step")
+    parser.add_argument("--lr", type=float, default=LR, help="peak learning rate of the slot model")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per variant")
+    parser.add_argument("--backbone", choices=("autoencoder", "geometry"), default="autoencoder",
+                        help="frozen backbone trained here on the training videos")  # fmt: skip
+    parser.add_argument("--backbone-steps", type=int, default=300, help="training steps of the backbone")
+    parser.add_argument("--pool", type=int, default=POOL, help="average-pool the token grid by this factor")
+    parser.add_argument("--encoder", default=None,
+                        help="a saved encoder folder, or hf:DIR for a local DINOv2 (replaces --backbone)")  # fmt: skip
+    parser.add_argument(
+        "--variants",
+        nargs="*",
+        choices=VARIANTS,
+        default=list(VARIANTS),
+        help="variants to train (none: only the k-means reference of the backbone)",
+    )
+    parser.add_argument("--checkpoints", type=int, nargs="*", default=[],
+                        help="also evaluate on the held-out videos after these step counts (table 'curve')")  # fmt: skip
     parser.add_argument("--out", default="runs/perception/srl.json", help="raw runs (JSON)")
     parser.add_argument("--results", default=None, help="results file (default: results/perception/srl.json)")
     parser.add_argument(
@@ -142,8 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     picture = Path(args.picture) if args.picture else (out.with_suffix(".png") if args.quick else PICTURE)
     config = SRLConfig(
         steps=steps,
-        reg_steps=max(1, steps // 4),
-        synergy_start=max(1, steps // 4),
+        batch_size=args.batch,
+        lr=args.lr,
+        standardize=True,
         num_slots=4 if args.quick else 7,
         pretrain_steps=5 if args.quick else 200,
     )
@@ -155,34 +233,52 @@ def main(argv: list[str] | None = None) -> int:
         f"rendered {n_train} + {n_test} {preset} videos {train.rgb.shape[1:]} in {time.perf_counter() - start:.0f}s"
     )
     tic = time.perf_counter()
-    encoder = pretrain_encoder(train.rgb, config)
-    pretrain_s = time.perf_counter() - tic
+    encoder, backbone, backbone_log = build_backbone(args, train, config, args.quick)
+    backbone_s = time.perf_counter() - tic
+    kmeans = upsample_labels(
+        kmeans_labels(encoder_tokens(encoder, test.rgb), config.num_slots), test.rgb.shape[2:4]
+    )
+    reference = {"fg_ari": fg_ari(test.masks, kmeans), "mbo": mbo(test.masks, kmeans)}
+    print(
+        f"{backbone} in {backbone_s:.0f}s; k-means FG-ARI {reference['fg_ari']:.3f} mBO {reference['mbo']:.3f}"
+    )
 
-    runs, pictures = [], {}
-    for variant in VARIANTS:
+    runs, pictures, curve = [], {"k-means": kmeans[:2]}, Table(CURVE_COLUMNS)
+    for variant in args.variants:
         for seed in range(seeds):
             cfg = variant_config(config, variant)
             cfg.seed = seed
+
+            def checkpoint(done: int, model, variant=variant, seed=seed) -> dict[str, float]:
+                scores = evaluate(model, encoder, test.rgb, test.masks)
+                curve.add(variant=variant, seed=seed, steps=done, **{k: 100 * v for k, v in scores.items()})
+                print(
+                    f"  {variant} seed {seed} after {done} steps: FG-ARI {scores['fg_ari']:.3f}", flush=True
+                )
+                return scores
+
             tic = time.perf_counter()
-            model, _, log = train_srl(train.rgb, cfg, encoder)
+            model, _, log = train_srl(train.rgb, cfg, encoder, checkpoint, tuple(args.checkpoints))
             train_s = time.perf_counter() - tic
             metrics = evaluate(model, encoder, test.rgb, test.masks)
             runs.append({"variant": variant, "seed": seed, "train_s": train_s, **metrics, "log": log})
             print(
                 f"{variant} seed {seed}: "
                 + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items())
-                + f" ({train_s:.0f}s)"
+                + f" ({train_s:.0f}s)",
+                flush=True,
             )
             if seed == 0:
                 pictures[variant] = predict_masks(model, encoder, test.rgb[:2])
 
     rows = summarise(runs)
     variants = table(rows)
+    references = reference_table(backbone, reference, backbone_s)
     text = variants.markdown()
     print(
         f"\n{n_train} training / {n_test} held-out videos, {steps} steps, {seeds} seed(s) (x100; mean [min, max])\n"
     )
-    print(text)
+    print(text + "\n\n" + references.markdown())
     save_picture(picture, test.rgb, test.masks, pictures)
     result = {
         "preset": preset,
@@ -190,8 +286,11 @@ def main(argv: list[str] | None = None) -> int:
         "test_videos": n_test,
         "steps": steps,
         "seeds": seeds,
+        "backbone": backbone,
+        "backbone_log": backbone_log,
         "config": {k: v for k, v in vars(config).items()},
-        "encoder_pretrain_s": pretrain_s,
+        "encoder_pretrain_s": backbone_s,
+        "kmeans": reference,
         "total_s": time.perf_counter() - start,
         "summary": rows,
         "runs": runs,
@@ -202,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=1))
     path = write_results(
         args.results or default_results_path("perception/srl", quick=args.quick),
-        {"variants": variants},
-        name="perception/srl",
+        {"variants": variants, "reference": references} | ({"curve": curve} if args.checkpoints else {}),
+        name=None if args.results else "perception/srl",
         title="SRL: object discovery on movi-lite videos with and without the SRL losses",
         seeds=range(seeds),
         data={k: v for k, v in result.items() if k not in ("runs", "table")}

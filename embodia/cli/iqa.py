@@ -6,8 +6,8 @@
     embodia iqa train iqa.zarr --out iqa_model                          # CNN predicting the execution score
     embodia iqa score frame.png --reference clean.png --model iqa_model
 
-``build`` renders reference observations with the policy, distorts them (7 classes x 5 levels) and scores
-every distorted image at the perception (encoder features), decision (the policy's action) and execution
+``build`` renders reference observations with the policy, distorts them (30 types in 7 families x 5 levels)
+and scores every distorted image at the perception (encoder features), decision (the policy's action) and execution
 (task success of rollouts from the reference state) levels. ``train`` fits the IQA model and, with
 ``--holdout``, reports its rank correlation with the execution score on held-out references or distortion
 classes next to PSNR and SSIM. ``score`` prints one image's predicted damage.
@@ -124,7 +124,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument(
         "--successful-only", action="store_true", help="draw references only from episodes the policy solved"
     )
-    build.add_argument("--classes", nargs="+", metavar="CLASS", help="distortion classes (default: all 7)")
+    build.add_argument("--classes", nargs="+", metavar="CLASS", help="distortion types (default: all 30)")
     build.add_argument("--rollouts", type=nonnegative_int, default=2, help="execution rollouts per image")
     build.add_argument("--horizon", type=positive_int, default=60, help="steps of an execution rollout")
     build.add_argument("--seed", type=seed, default=0)

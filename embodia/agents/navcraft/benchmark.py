@@ -5,7 +5,11 @@ Paper: "CoNavBench: Collaborative Long-Horizon Vision-Language Navigation Benchm
 OpenReview bMrH2PFMsi; NavCraft is its generation platform). Per scene and episode: a base mission
 (:func:`~embodia.agents.navcraft.generate.sample_mission`), helper robots placed apart from the primary
 (:func:`sample_helpers`) and the collaboration stage (:func:`~embodia.agents.navcraft.generate.collaborate`);
-each episode has its own random generator ``default_rng([seed, scene index, episode index])``.
+each episode has its own random generator ``default_rng([seed, scene index, episode index])``. CoNavBench has
+single-robot episodes beside the collaborative ones: a share of the missions is posed without helpers
+(:func:`single_robot`), and a mission whose collaboration does not beat its solo plan stays single-robot
+(``info["single_robot"]`` says which). The agentic generator (:mod:`.agentic`) makes episodes of the same
+form.
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ from typing import Any
 import numpy as np
 
 from embodia.agents.navcraft.generate import (
+    Collaboration,
     GeneratorConfig,
     NavCraftError,
     collaborate,
     random_place,
     sample_mission,
 )
-from embodia.agents.navcraft.mission import NavCraftEpisode, RobotStart
+from embodia.agents.navcraft.mission import Mission, NavCraftEpisode, RobotStart
 from embodia.agents.navcraft.timing import travel_for_scene
 from embodia.agents.navcraft.travel import Travel
 from embodia.envs.habitat.scene import shipped_scene_names
@@ -95,25 +100,45 @@ def scene_episodes(
             max_tries=config.max_tries,
             scene_id=scene,
         )
-        starts = sample_helpers(
-            travel, rng, [mission.start.position], int(rng.choice(list(helpers))), config.helper_clearance
-        )
+        single = single_robot(seed, scene_index, index, config.single_robot_share)
+        helper_count = 0 if single else int(rng.choice(list(helpers)))
+        starts = sample_helpers(travel, rng, [mission.start.position], helper_count, config.helper_clearance)
         result = collaborate(mission, starts, travel_for, rng, types=config.types, config=config)
         rejected.update(result.rejected)
-        info = {
-            "taxonomy": result.taxonomy,
-            "makespan": result.schedule.makespan,
-            "solo_makespan": result.solo.makespan,
-            "gain": result.solo.makespan - result.schedule.makespan,
-            "repairs": result.repairs,
-            "room_hops": [leg.room_hops for leg in mission.legs],
-            "seed": seed,
-            "scene": scene,
-            "accepted": result.accepted,
-            "rejected": result.rejected,
-        }
+        info = episode_info(result, mission, seed, scene, single, generator="rules")
         episodes.append(NavCraftEpisode(episode_id, mission, result.schedule, result.solo, info))
     return episodes, dict(rejected)
+
+
+def single_robot(seed: int, scene_index: int, index: int, share: float) -> bool:
+    """Whether episode ``index`` of a scene is posed without helpers (a single-robot episode), drawn with
+    probability ``share`` from its own generator ``default_rng([seed, scene index, index, 1])``, so the
+    missions of the other episodes stay what they would be without single-robot ones."""
+    return share > 0 and float(np.random.default_rng([seed, scene_index, index, 1]).random()) < share
+
+
+def episode_info(
+    result: Collaboration, mission: Mission, seed: int, scene: str, single: bool, generator: str
+) -> dict[str, Any]:
+    """An episode's annotations: taxonomy, planned makespans and gain, repairs, room hops, why it is a
+    single-robot episode (``no_helpers``: posed without helpers; ``no_gain``: no collaboration beat the
+    solo plan; ``None``: collaborative), which generator made it."""
+    return {
+        "taxonomy": result.taxonomy,
+        "makespan": result.schedule.makespan,
+        "solo_makespan": result.solo.makespan,
+        "gain": result.solo.makespan - result.schedule.makespan,
+        "repairs": result.repairs,
+        "room_hops": [leg.room_hops for leg in mission.legs],
+        "seed": seed,
+        "scene": scene,
+        "accepted": result.accepted,
+        "rejected": result.rejected,
+        "single_robot": None if result.accepted else ("no_helpers" if single else "no_gain"),
+        "generator": generator,
+        "validated": result.validated,
+        "valid_as_built": result.valid_as_built,
+    }
 
 
 def generate(

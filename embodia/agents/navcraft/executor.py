@@ -121,7 +121,9 @@ def _unpack(task) -> tuple[Mission, Schedule]:
 class _Execution:
     """The execution loop's state (one call of :func:`execute`)."""
 
-    def __init__(self, mission, schedule, planner, disturbances, replan, seed, config) -> None:
+    def __init__(
+        self, mission, schedule, planner, disturbances, replan, seed, config, navigator=None
+    ) -> None:
         from embodia.envs.habitat.env import NavEnv
         from embodia.envs.habitat.episodes import NavEpisode
 
@@ -147,7 +149,7 @@ class _Execution:
         self.closed = set(schedule.closed_doors)
         for door in self.closed:
             self.env.backend.set_door_open(door, False)
-        self.follower = self.env.make_expert()
+        self.follower = navigator(self.env) if navigator is not None else self.env.make_expert()
         self.follower.reset(seed)
         self.robots = [_Robot(copy.deepcopy(plan)) for plan in schedule.plans]
         for k, robot in enumerate(self.robots):
@@ -508,7 +510,8 @@ class _Execution:
             ):
                 break
             self._unblock(decisions)
-            expert = np.asarray(self.follower.act(None), dtype=np.float32).reshape(self.n, 3)
+            remaining = [None if r.detour else r.plan[r.index :] for r in self.robots]  # a navigator's input
+            expert = np.asarray(self.follower.act(remaining), dtype=np.float32).reshape(self.n, 3)
             actions = np.stack([expert[k] if d == "follow" else NOOP for k, d in enumerate(decisions)])
             actions[:, 2] = -1.0  # never STOP
             self.env.step(actions if self.n > 1 else actions[0])
@@ -566,13 +569,17 @@ def execute(
     max_steps: int = 3000,
     seed: int = 0,
     config: ExecutorConfig | None = None,
+    navigator=None,
 ) -> ExecutionResult:
     """Execute a mission in the multi-robot environment (see the module docstring).
 
     ``task``: an episode, or ``(mission, schedule)``, or ``(mission, robots)`` (then ``planner`` makes the
     initial plan). With ``planner`` the initial plan is ``planner.plan(...)`` and re-planning uses it;
     without, the given schedule runs and re-planning uses the reachability fallback of
-    :func:`~embodia.agents.navcraft.planner.plan_from_state`.
+    :func:`~embodia.agents.navcraft.planner.plan_from_state`. ``navigator``: a callable ``navigator(env)``
+    returning what drives the robots instead of the shortest-path follower (``reset(seed)``, and
+    ``act(remaining)`` with each robot's plan from its current step on, ``None`` while it steps aside; the
+    learned navigator of :mod:`~embodia.agents.navcraft.learned_navigator`).
     """
     mission, schedule = _unpack(task)
     if planner is not None:  # the world's doors are the episode's: a door closed at the start stays closed
@@ -587,5 +594,7 @@ def execute(
         planned.robots = list(schedule.robots)
         planned.closed_doors = sorted(set(planned.closed_doors) | set(world))
         schedule = planned
-    run = _Execution(mission, schedule, planner, list(disturbances), replan, seed, config or ExecutorConfig())
+    run = _Execution(
+        mission, schedule, planner, list(disturbances), replan, seed, config or ExecutorConfig(), navigator
+    )
     return run.run(max_steps)

@@ -20,7 +20,13 @@ OpenReview bMrH2PFMsi; NavCraft is its generation platform) (see
    (``repair``), and the one with the largest gain is kept only if it beats its solo plan by more than a
    margin (:func:`accept`); otherwise the episode stays solo. This keeps only collaboration that pays.
 4. :func:`embodia.agents.navcraft.benchmark.generate` makes episodes over scenes, reproducibly: one generator
-   per (seed, scene, episode).
+   per (seed, scene, episode); a share of the missions is posed without helpers (single-robot episodes,
+   ``GeneratorConfig.single_robot_share``).
+
+This is the rule-based generator. The paper's NavCraft is an agent that proposes missions and schedules
+through tools (:mod:`.agentic`); its proposals are built with :func:`mission_to_rooms` and the candidate
+builders here (:func:`relay_candidates`, :func:`parallel_candidates`, :func:`swap_candidates`,
+:func:`escort_candidates`), and this generator is its fallback.
 """
 
 from __future__ import annotations
@@ -86,6 +92,10 @@ class GeneratorConfig:
     """``max_rounds`` of the repair of a candidate schedule that fails validation."""
     types: tuple[str, ...] = TAXONOMY[1:]
     """Collaboration types tried in stage 2."""
+    single_robot_share: float = 0.25
+    """Share of missions posed without helpers (CoNavBench's single-robot episodes; the paper does not give
+    its split, 0.25 is embodia's choice). Missions with helpers whose collaboration does not beat the solo
+    plan become single-robot episodes too (:func:`accept`)."""
 
 
 @dataclass
@@ -101,6 +111,10 @@ class Collaboration:
     rejected: dict[str, int] = field(default_factory=dict)
     """Candidates dropped, by reason (``no_gain``, ``infeasible``, ``solo_infeasible``, a repair reason)."""
     repairs: list[str] = field(default_factory=list)
+    validated: int = 0
+    """Candidates that reached validation (the best-gain ones, until one was kept)."""
+    valid_as_built: int = 0
+    """... of which passed ``validate`` before any repair."""
 
 
 # ---------------------------------------------------------------------- scene helpers (cached per Travel)
@@ -182,6 +196,80 @@ def build_mission(
     return Mission(mission_id, scene_id or travel.graph.scene, text, start, yaw, items, end, legs, subgoals)
 
 
+def portable_objects(travel: Travel) -> list[str]:
+    """Objects a robot can carry (on a support, or of a portable category) with a navigable point beside them."""
+    return [
+        o.id
+        for o in travel.graph.objects
+        if (o.support is not None or o.category in PORTABLE_CATEGORIES) and len(_view_points(travel, o.id))
+    ]
+
+
+def _item(travel: Travel, object_id: str, pickup: Place, room: str, rng: np.random.Generator) -> Item:
+    """The item ``object_id`` picked up at ``pickup`` and delivered in ``room``, next to a receptacle of the
+    room when it has one (one drawn by ``rng``), else at the room's anchor."""
+    shelves = [o.id for o in travel.graph.objects_in(room) if o.category in RECEPTACLE_CATEGORIES]
+    destination = _place_near(travel, shelves[int(rng.integers(len(shelves)))], rng) if shelves else None
+    destination = destination or _anchor_place(travel, room)
+    return Item(object_id, travel.scene.object(object_id).category, pickup, destination)
+
+
+def mission_to_rooms(
+    travel: Travel,
+    mission_id: str,
+    start_room: str,
+    objects: Sequence[str],
+    destination_rooms: Sequence[str],
+    end_room: str,
+    rng: np.random.Generator,
+    *,
+    min_room_hops: int = 2,
+    scene_id: str | None = None,
+) -> Mission:
+    """Stage 1 from room-level choices (what the agentic generator proposes): start at a navigable point of
+    ``start_room``, carry each object to its room of ``destination_rooms`` (as :func:`sample_mission` places
+    pickups and destinations), finish at ``end_room``'s anchor. Raises :class:`NavCraftError` naming what is
+    wrong: an unknown room or object, an object that cannot be carried, a leg with fewer than
+    ``min_room_hops`` room hops."""
+    graph = travel.graph
+    rooms = {r.id for r in graph.rooms if r.anchor is not None}
+    portable = set(portable_objects(travel))
+    objects, destination_rooms = list(objects), list(destination_rooms)
+    if not objects or len(objects) != len(destination_rooms):
+        raise NavCraftError("give one destination room per object (at least one object)")
+    if len(set(objects)) != len(objects):
+        raise NavCraftError("an object is named twice")
+    for room in [start_room, end_room, *destination_rooms]:
+        if room not in rooms:
+            raise NavCraftError(f"no room {room!r}; rooms: {', '.join(sorted(rooms))}")
+    for object_id in objects:
+        if object_id not in portable:
+            raise NavCraftError(f"{object_id!r} is not a portable object of the scene")
+    stops = [start_room]
+    for object_id, room in zip(objects, destination_rooms):
+        stops += [travel.scene.object(object_id).room, room]
+    stops.append(end_room)
+    short = [f"{a} -> {b}" for a, b in zip(stops[:-1], stops[1:]) if room_hops(travel, a, b) < min_room_hops]
+    if short:
+        raise NavCraftError(f"legs with fewer than {min_room_hops} room hops: {'; '.join(short)}")
+    start = None
+    for _ in range(50):
+        start = random_place(travel, rng)
+        if start is not None and start.room == start_room:
+            break
+    if start is None or start.room != start_room:
+        start = _anchor_place(travel, start_room)
+    items = [
+        _item(travel, o, _place_near(travel, o, rng), r, rng) for o, r in zip(objects, destination_rooms)
+    ]
+    mission = build_mission(
+        travel, mission_id, start, items, _anchor_place(travel, end_room), rng, scene_id=scene_id
+    )
+    if not all(math.isfinite(leg.distance) for leg in mission.legs):
+        raise NavCraftError("a leg cannot be travelled (no path between its places)")
+    return mission
+
+
 def sample_mission(
     travel: Travel,
     rng: np.random.Generator,
@@ -197,11 +285,7 @@ def sample_mission(
     to record (default the scene's name)."""
     graph = travel.graph
     rooms = [r.id for r in graph.rooms if r.anchor is not None]
-    portable = [
-        o.id
-        for o in graph.objects
-        if (o.support is not None or o.category in PORTABLE_CATEGORIES) and len(_view_points(travel, o.id))
-    ]
+    portable = portable_objects(travel)
     if len(portable) < num_items:
         raise NavCraftError(f"scene {graph.scene!r} has {len(portable)} portable objects, not {num_items}")
 
@@ -221,12 +305,7 @@ def sample_mission(
                 ok = False
                 break
             room = targets[int(rng.integers(len(targets)))]
-            shelves = [o.id for o in graph.objects_in(room) if o.category in RECEPTACLE_CATEGORIES]
-            destination = (
-                _place_near(travel, shelves[int(rng.integers(len(shelves)))], rng) if shelves else None
-            )
-            destination = destination or _anchor_place(travel, room)
-            items.append(Item(object_id, travel.scene.object(object_id).category, pickup, destination))
+            items.append(_item(travel, object_id, pickup, room, rng))
             here = room
         ends = far(here, rooms) if ok else []
         if not ends:
@@ -284,7 +363,7 @@ def _handoff(giver: int, taker: int, item: str, place: Place) -> tuple[list[Step
     )
 
 
-def _relay_candidates(mission: Mission, robots: list[RobotStart], order: list[Item], travel: Travel):
+def relay_candidates(mission: Mission, robots: list[RobotStart], order: list[Item], travel: Travel):
     """Per item, helper and handoff point: the helper fetches it and hands it to the primary, or the primary
     fetches it and hands it to the helper, who delivers it."""
     for k, item in enumerate(order):
@@ -304,7 +383,7 @@ def _relay_candidates(mission: Mission, robots: list[RobotStart], order: list[It
             yield Schedule("relay", robots, plans)
 
 
-def _parallel_candidates(mission: Mission, robots: list[RobotStart], order: list[Item]):
+def parallel_candidates(mission: Mission, robots: list[RobotStart], order: list[Item]):
     """Every split of the items between the robots that gives at least one item to a helper."""
     if len(order) < 2:
         return
@@ -318,7 +397,7 @@ def _parallel_candidates(mission: Mission, robots: list[RobotStart], order: list
         yield Schedule("parallel_fetch", robots, plans)
 
 
-def _swap_candidates(mission: Mission, robots: list[RobotStart], order: list[Item], travel: Travel):
+def swap_candidates(mission: Mission, robots: list[RobotStart], order: list[Item], travel: Travel):
     """The primary and a helper each pick one of two items, meet at a room anchor between the pickups or the
     destinations, exchange them and deliver what they now carry. A robot carries :data:`CAPACITY` (one)
     item, so the exchange is: the helper puts its item down, takes the primary's from it, and the primary
@@ -354,7 +433,7 @@ def door_side_places(travel: Travel, door_id: str) -> list[Place]:
     return out
 
 
-def _escort_candidates(mission, robots, solo: Schedule, travel_for: TravelFor, solos: dict):
+def escort_candidates(mission, robots, solo: Schedule, travel_for: TravelFor, solos: dict):
     """For each door the primary's solo plan goes through: that door starts closed, a helper walks to the
     side of it it reaches first, opens it, and the primary keeps its solo route. ``solos[door]`` gets the
     solo plan with that door closed (``None`` when there is no detour)."""
@@ -451,10 +530,10 @@ def collaborate(
     travel = travel_for(())
     closed_solos: dict[str, Schedule | None] = {}
     builders = {
-        "relay": lambda: _relay_candidates(mission, robots, order, travel),
-        "parallel_fetch": lambda: _parallel_candidates(mission, robots, order),
-        "rendezvous_swap": lambda: _swap_candidates(mission, robots, order, travel),
-        "escort": lambda: _escort_candidates(mission, robots, solo, travel_for, closed_solos),
+        "relay": lambda: relay_candidates(mission, robots, order, travel),
+        "parallel_fetch": lambda: parallel_candidates(mission, robots, order),
+        "rendezvous_swap": lambda: swap_candidates(mission, robots, order, travel),
+        "escort": lambda: escort_candidates(mission, robots, solo, travel_for, closed_solos),
     }
     rejected: Counter = Counter()
     pool = []
@@ -472,15 +551,21 @@ def collaborate(
             pool.append((reference.makespan - timed.makespan, float(rng.random()), timed, reference))
     rejected["solo_infeasible"] += sum(1 for s in closed_solos.values() if s is None)
     pool.sort(key=lambda c: (-c[0], c[1]))
+    validated = valid_as_built = 0
     for _, _, timed, reference in pool:
         checked, actions, reason = _checked(mission, timed, travel_for, config.repair_rounds)
+        validated += 1
+        valid_as_built += int(checked is not None and not actions)
         if checked is None:
             rejected[reason] += 1
         elif not accept(reference.makespan, checked.makespan, config.margin):
             rejected["no_gain"] += 1
         else:
-            return Collaboration(checked, reference, checked.collaboration, True, _counts(rejected), actions)
-    return Collaboration(solo, solo, "solo", False, _counts(rejected), [])
+            kind = checked.collaboration
+            return Collaboration(
+                checked, reference, kind, True, _counts(rejected), actions, validated, valid_as_built
+            )
+    return Collaboration(solo, solo, "solo", False, _counts(rejected), [], validated, valid_as_built)
 
 
 def _counts(counter: Counter) -> dict[str, int]:

@@ -1,18 +1,22 @@
 """Embodied-IQA: image quality measured by what a distortion does to an embodied agent.
 
 Li et al., "Image Quality Assessment for Embodied AI", arXiv:2505.16815 (ICLR 2026; perception -> cognition ->
-decision -> execution pipeline, 7 distortion classes x 5 levels). Related: Zhang et al., "Embodied Image
+decision -> execution pipeline, 30 distortion types in 7 families x 5 levels). Related: Zhang et al., "Embodied Image
 Quality Assessment for Robotic Intelligence", arXiv:2412.18774 (the EPD database, robot-centric IQA).
 
 For a reference observation with image ``x`` and distorted image ``x'`` the damage scores are
-``s_P = 1 - cos(E(x), E(x'))`` (perception, a frozen encoder ``E``), ``s_D = ||pi(o) - pi(o')||_2`` (decision,
+``s_P = 1 - cos(E(x), E(x'))`` (perception, a frozen encoder ``E``), ``s_C`` (cognition: how far a visual
+question answerer's answers move from its answers about ``x``), ``s_D = ||pi(o) - pi(o')||_2`` (decision,
 the policy's first action) and ``s_E = S_0 - S`` (execution, the drop of the success rate of rollouts from the
 reference state with clean vs. distorted images; :mod:`.database` has the finer ``progress_drop``).
 
-- :mod:`.distortions`: the 7 classes x 5 levels (blur, noise, jpeg, exposure, colour, occlusion, pixelate).
+- :mod:`.distortions`: 30 types in 7 families (blur, noise, compression, lighting, colour, geometry,
+  occlusion) x 5 levels, and the types that cannot be rendered here.
+- :mod:`.cognition`: the questions, the visual question answerer trained on the simulator's ground truth,
+  the cognition score; :mod:`.answerers`: a local language model on captions, an endpoint on images.
 - :mod:`.database`: build the database in simulation with a pixel policy; zarr v3 storage.
 - :mod:`.model`: a small CNN IQA model (full- or no-reference) trained on a database column.
-- :mod:`.evaluate`: held-out splits, PSNR / SSIM / feature-distance baselines, SRCC / PLCC.
+- :mod:`.evaluate`: held-out splits, PSNR / SSIM / MS-SSIM / VIF / feature-distance baselines, SRCC / PLCC.
 
     from embodia.perception.iqa import IQADatabaseConfig, build_database, splits, train_iqa, predict
     db = build_database(IQADatabaseConfig(references=20), policy, encoder)
@@ -33,6 +37,8 @@ from embodia.perception.iqa.database import (
 from embodia.perception.iqa.distortions import (
     CLASS_NAMES,
     DISTORTIONS,
+    FAMILIES,
+    FAMILY_OF,
     LEVELS,
     DistortionError,
     distort,
@@ -46,6 +52,7 @@ from embodia.perception.iqa.evaluate import (
     correlations,
     level_correlations,
     splits,
+    t_interval,
 )
 from embodia.perception.iqa.model import (
     TARGETS,
@@ -61,6 +68,8 @@ from embodia.perception.iqa.model import (
 __all__ = [
     "CLASS_NAMES",
     "DISTORTIONS",
+    "FAMILIES",
+    "FAMILY_OF",
     "LEVELS",
     "SCORES",
     "SPLITS",
@@ -86,5 +95,6 @@ __all__ = [
     "save_database",
     "save_iqa_model",
     "splits",
+    "t_interval",
     "train_iqa",
 ]

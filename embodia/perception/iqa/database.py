@@ -7,6 +7,8 @@ an embodia pixel policy in simulation and, for a reference observation ``o`` wit
 and its distorted version ``x' = D_{c,l}(x)`` (:mod:`.distortions`):
 
 - perception: ``s_P = 1 - cos(E(x), E(x'))`` with ``E`` the pooled vector of a frozen image encoder;
+- cognition: ``s_C``, how far answers to questions about the image move from the answers about the reference
+  (:mod:`.cognition`; filled in after the build by :func:`~.cognition.add_cognition`, NaN until then);
 - decision: ``s_D = || pi(o) - pi(o') ||_2``, the first action of the policy on the clean and on the
   distorted observation (``o'`` is ``o`` with ``image_key`` replaced by ``x'``);
 - execution: the simulator is restored to the reference state (``set_state``) and the policy runs up to
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -41,10 +44,14 @@ from embodia.perception.array_groups import corrupt, read_group, write_group
 from embodia.perception.encoders import ImageEncoder, prepare
 from embodia.perception.iqa.distortions import CLASS_NAMES, LEVELS, check_distortion, distort, image_seed
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MARKER = "embodia_iqa"
-SCORES = ("perception", "decision", "execution", "progress_drop")
+SCORES = ("perception", "cognition", "decision", "execution", "progress_drop")
 """The damage scores (larger = the distortion hurts more), one per pipeline level plus the finer execution."""
+
+
+Observer = Callable[[np.ndarray, dict], None]
+"""``observe(image, info)``: a clean frame of a reference episode and the ``info`` of the step that made it."""
 
 
 class IQADatabaseError(EmbodiaError):
@@ -75,7 +82,7 @@ class IQADatabaseConfig:
     """Draw references only from reference episodes that the policy solved (with a deterministic policy the
     clean rollout from such a state succeeds, so the execution score measures what the distortion breaks)."""
     classes: tuple[str, ...] = CLASS_NAMES
-    """Distortion classes (names of :data:`~.distortions.DISTORTIONS`)."""
+    """Distortion types (names of :data:`~.distortions.DISTORTIONS`: 30 in 7 families)."""
     levels: tuple[int, ...] = LEVELS
     """Distortion levels, each in 1..5."""
     rollouts: int = 2
@@ -102,6 +109,8 @@ class IQADatabase:
     """(M,) int64 distortion level."""
     perception: np.ndarray
     """(M,) float32 ``1 - cos`` of the encoder's pooled vectors."""
+    cognition: np.ndarray
+    """(M,) float32 the answers' departure from the reference's answers (:mod:`.cognition`; NaN: not scored)."""
     decision: np.ndarray
     """(M,) float32 L2 distance of the first actions."""
     execution: np.ndarray
@@ -165,7 +174,9 @@ def _first_action(policy: Any, obs: dict, seed: int, action_ndim: int) -> np.nda
     return out.reshape(-1)
 
 
-def _collect_references(env: Any, policy: Any, config: IQADatabaseConfig, action_shape: tuple) -> list[dict]:
+def _collect_references(
+    env: Any, policy: Any, config: IQADatabaseConfig, action_shape: tuple, observe: Observer | None = None
+) -> list[dict]:
     pool = []
     for episode in range(config.reference_episodes):
         episode_seed = config.seed + episode
@@ -181,6 +192,8 @@ def _collect_references(env: Any, policy: Any, config: IQADatabaseConfig, action
         solved = False
         for step in range(config.reference_steps):
             obs, _, terminated, truncated, info = env.step(chunker.next_action(obs))
+            if observe is not None:
+                observe(obs[config.image_key], info)
             if info.get("success") or terminated or truncated:
                 solved = bool(info.get("success"))
                 break  # a state at or after success would score nothing
@@ -249,12 +262,15 @@ def build_database(
     progress: bool = False,
     workers: int = 1,
     ray_address: str | None = None,
+    observe: Observer | None = None,
 ) -> IQADatabase:
     """Render references with ``policy``, distort them and score every distortion (module docstring).
 
     ``policy``: an embodia policy (``reset(seed)``, ``act(obs)``; chunks are executed by
     :class:`~embodia.core.chunks.ActionChunker`) reading the pixel observations; ``encoder``: a frozen
-    :class:`~embodia.perception.encoders.ImageEncoder` for the perception score. ``progress`` prints one
+    :class:`~embodia.perception.encoders.ImageEncoder` for the perception score. ``observe(image, info)`` is
+    called with every clean frame of the reference episodes and the step's ``info`` (the simulator's ground
+    truth: what :mod:`.cognition` trains its question answerer on). ``progress`` prints one
     line per reference to stderr. Cost: ``R * (len(classes) * len(levels) + 1) * rollouts * horizon`` steps;
     with ``workers > 1`` (or a Ray address) the references are scored in parallel on Ray
     (:func:`embodia.runner.parallel.map_tasks`, one environment per task), with the same result.
@@ -277,7 +293,7 @@ def build_database(
             )
 
     try:
-        refs = _collect_references(env, policy, config, action_shape)
+        refs = _collect_references(env, policy, config, action_shape, observe)
         if wants_ray(workers, ray_address):
             arguments = [(config, policy, encoder, ref, r) for r, ref in enumerate(refs)]
             results = map_tasks(score_reference_task, arguments, workers, ray_address, on_result=add)
@@ -351,6 +367,7 @@ def score_reference(
             "class_index": config.classes.index(c),
             "level": level,
             "perception": p,
+            "cognition": np.nan,
             "decision": d,
             "execution": base[0] - success,
             "progress_drop": base[1] - prog,

@@ -13,7 +13,7 @@ This is the small CNN trained here on such a database. With the distorted image 
 ``mu``, ``sigma`` are the training targets' mean and standard deviation (buffers saved with the weights);
 training minimises ``mean (q - (y - mu) / sigma)^2`` with AdamW on random batches of the training indices.
 The target ``y`` is one column of the database (``execution`` by default, or ``progress_drop``,
-``decision``, ``perception``); rows whose target is NaN are left out.
+``cognition``, ``decision``, ``perception``); rows whose target is NaN are left out.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class IQAModelError(EmbodiaError):
     """An IQA model folder that is not one, a bad target, or inputs the model cannot take (one line)."""
 
 
-TARGETS = ("perception", "decision", "execution", "progress_drop", "success", "progress")
+TARGETS = ("perception", "cognition", "decision", "execution", "progress_drop", "success", "progress")
 """Database columns a model can be trained to predict."""
 
 

@@ -12,7 +12,9 @@ Equations (``x_t`` the encoder's patch tokens of frame t, ``N`` patches, ``K`` s
     s_1^0 = learned init;  s_{t+1}^0 = Predictor(s_t)         transformer block across slots
     decoder: [y_{k,n}, a_{k,n}] = MLP(s_k + p_n);  m = softmax_k(a);  x_hat_n = sum_k m_{k,n} y_{k,n}
 
-``A`` (from the last iteration) are the encoder-side masks, ``m`` the decoder masks. The slot-regulariser
+``A`` (from the last iteration) are the encoder-side masks, ``m`` the decoder masks. The deblurring and
+denoising losses see features through one bias-free linear map each (``P``: features -> proj_dim, ``Q``:
+adapter output -> proj_dim; the authors map both to the slot width). The slot-regulariser
 uses ``softmax_n`` of the same logits averaged over iterations (each slot's distribution over patches).
 """
 
@@ -55,6 +57,11 @@ def mlp(inp: int, hidden: int, out: int, layers: int = 2) -> nn.Sequential:
         width = hidden
     mods.append(nn.Linear(width, out))
     return nn.Sequential(*mods)
+
+
+def contrast_projector(inp: int, out: int) -> nn.Linear:
+    """The projector of a synergistic loss: one linear map without bias (the authors' ``Projector``)."""
+    return nn.Linear(inp, out, bias=False)
 
 
 class SlotAttention(nn.Module):
@@ -117,7 +124,9 @@ class BroadcastDecoder(nn.Module):
 
     def __init__(self, slot_dim: int, feat_dim: int, patches: int, hidden: int = 128) -> None:
         super().__init__()
-        self.position = nn.Parameter(torch.randn(1, 1, patches, slot_dim) * 0.02)
+        # initialised as the authors' MLPDecoder (srl/modules/decoders.py): std slot_dim^-1/2, so the
+        # position is as large as a slot's content from the start
+        self.position = nn.Parameter(torch.randn(1, 1, patches, slot_dim) * slot_dim**-0.5)
         self.net = mlp(slot_dim, hidden, feat_dim + 1, layers=3)
 
     def forward(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -150,10 +159,12 @@ class SRLModel(nn.Module):
         self.slot_attention = SlotAttention(slot_dim, slot_dim, iters)
         self.predictor = Predictor(slot_dim)
         self.decoder = BroadcastDecoder(slot_dim, feat_dim, patches, decoder_hidden)
-        # Projectors of the synergistic losses: decoder output / encoder features -> contrast space
-        # (deblurring), adapter output -> contrast space (denoising).
-        self.project_feat = mlp(feat_dim, 2 * proj_dim, proj_dim)
-        self.project_adapted = mlp(slot_dim, 2 * proj_dim, proj_dim)
+        # Projectors of the synergistic losses, each one bias-free linear map as the authors' ``Projector``
+        # (srl/modules/projector.py): decoder output / encoder features -> contrast space (deblurring),
+        # adapter output -> contrast space (denoising). A linear map cannot absorb the contrast objective
+        # the way a non-linear head could.
+        self.project_feat = contrast_projector(feat_dim, proj_dim)
+        self.project_adapted = contrast_projector(slot_dim, proj_dim)
         # Per-channel standardisation of the frozen features (set from the training set, see train_srl).
         self.register_buffer("feat_mean", torch.zeros(feat_dim))
         self.register_buffer("feat_std", torch.ones(feat_dim))

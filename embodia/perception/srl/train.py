@@ -1,15 +1,18 @@
 """Training and evaluation of SRL: encoder pretraining (a frame autoencoder, then frozen), the training loop
 with its loss schedule, mask prediction and FG-ARI / mBO evaluation.
 
-Schedule (``SRLConfig``): every step L = w_rec L_rec + w_sc L_sc; while ``step < reg_steps`` (warm-up) and
-``use_reg``: + w_reg L_reg; from ``synergy_start`` on and ``use_synergy``: + w_deblur L_deblur +
-w_denoise L_denoise (the equations are in :mod:`.losses`).
+Schedule (``SRLConfig``, the authors' MOVi-C config ``configs/srl/movi_c.yaml`` of 100k steps: the
+regulariser on steps 0..10000, the synergistic losses after step 20000), as fractions of ``steps``: every
+step L = w_rec L_rec + w_sc L_sc; with ``use_reg`` and ``step <= reg_end * steps``: + w_reg L_reg; with
+``use_synergy`` and ``step > synergy_start * steps``: + w_deblur L_deblur + w_denoise L_denoise (the
+equations are in :mod:`.losses`). Between the two the model trains on L_rec + L_sc alone.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -65,22 +68,28 @@ class SRLConfig:
     """Add the slot regulariser during the warm-up."""
     w_reg: float = 0.1
     """Weight of the slot regulariser."""
-    reg_steps: int = 125
-    """Warm-up length: the regulariser is active for steps < reg_steps."""
-    reg_pairs: int = 2
-    """How many most-similar slot pairs the regulariser picks per video."""
+    reg_end: float = 0.1
+    """Last step of the regulariser as a fraction of ``steps`` (active while step <= reg_end * steps; the
+    authors: 10 %)."""
+    reg_pairs: int = 3
+    """How many most-similar slot pairs the regulariser picks per video (the authors: 5 of 11 slots; here
+    scaled to K = 7)."""
     use_synergy: bool = False
-    """Add the deblurring and denoising losses from ``synergy_start`` on."""
-    synergy_start: int = 125
-    """First step of the synergistic losses."""
+    """Add the deblurring and denoising losses after ``synergy_start``."""
+    synergy_start: float = 0.2
+    """Start of the synergistic losses as a fraction of ``steps`` (active while step > synergy_start *
+    steps; the authors: 20 %)."""
     w_deblur: float = 0.1
     """Weight of the deblurring loss (decoder outputs vs encoder features)."""
     w_denoise: float = 0.1
     """Weight of the denoising loss (adapter features among themselves)."""
-    topk: int = 4
-    """Nearest patches (in the frozen features) counted as denoising positives."""
-    group_frames: int = 1
-    """Consecutive frames whose patches are contrasted together in deblurring / denoising."""
+    topk: int = 8
+    """Nearest patches per frame (in the frozen features) counted as denoising positives (the authors: 8;
+    ``topk * group_frames`` per group)."""
+    group_frames: int = 4
+    """Consecutive frames whose patches are contrasted together in deblurring / denoising (the authors: 4)."""
+    base_temperature: float = 0.07
+    """tau_base of the SupCon factor tau / tau_base on the contrastive losses (the authors: 0.07)."""
     encoder_dim: int = 64
     """Width of the ConvEncoder trained here (when no encoder is given)."""
     encoder_depth: int = 2
@@ -95,6 +104,18 @@ class SRLConfig:
     def __post_init__(self) -> None:
         if self.num_slots < 2 or self.steps < 1 or self.batch_size < 1 or self.clip_frames < 1:
             raise SRLConfigError("num_slots >= 2, steps, batch_size and clip_frames >= 1 are required")
+        if not (0 <= self.reg_end <= 1 and 0 <= self.synergy_start <= 1) or self.group_frames < 1:
+            raise SRLConfigError("reg_end and synergy_start are fractions in [0, 1]; group_frames >= 1")
+
+
+def regulariser_active(config: SRLConfig, step: int) -> bool:
+    """Whether the slot regulariser is in the loss at ``step`` (the authors: steps 0..10 % inclusive)."""
+    return config.use_reg and step <= round(config.reg_end * config.steps)
+
+
+def synergy_active(config: SRLConfig, step: int) -> bool:
+    """Whether deblurring and denoising are in the loss at ``step`` (the authors: after 20 % of the steps)."""
+    return config.use_synergy and step > round(config.synergy_start * config.steps)
 
 
 def variant_config(config: SRLConfig, variant: str) -> SRLConfig:
@@ -162,20 +183,24 @@ def compute_losses(
     out = model(features)
     terms = {
         "rec": (config.w_rec, losses.reconstruction_loss(out.recon, out.target)),
-        "sc": (config.w_sc, losses.slot_contrastive_loss(out.slots, config.temperature)),
+        "sc": (
+            config.w_sc,
+            losses.slot_contrastive_loss(out.slots, config.temperature, config.base_temperature),
+        ),
     }
-    if config.use_reg and step < config.reg_steps:
+    if regulariser_active(config, step):
         terms["reg"] = (
             config.w_reg,
             losses.slot_regularization_loss(out.attn_patches, out.slots, config.reg_pairs),
         )
-    if config.use_synergy and step >= config.synergy_start:
+    if synergy_active(config, step):
         deblur = losses.deblurring_loss(
             model.project_feat(out.recon),
             model.project_feat(out.target).detach(),
             out.attn,
             config.temperature,
             config.group_frames,
+            config.base_temperature,
         )
         denoise = losses.denoising_loss(
             model.project_adapted(out.adapted),
@@ -184,6 +209,7 @@ def compute_losses(
             config.temperature,
             config.topk,
             config.group_frames,
+            config.base_temperature,
         )
         terms["deblur"], terms["denoise"] = (config.w_deblur, deblur), (config.w_denoise, denoise)
     result = {name: value for name, (_, value) in terms.items()}
@@ -192,10 +218,16 @@ def compute_losses(
 
 
 def train_srl(
-    rgb: np.ndarray, config: SRLConfig, encoder: ImageEncoder | None = None
+    rgb: np.ndarray,
+    config: SRLConfig,
+    encoder: ImageEncoder | None = None,
+    on_checkpoint: Callable[[int, SRLModel], dict] | None = None,
+    checkpoints: tuple[int, ...] = (),
 ) -> tuple[SRLModel, ImageEncoder, list[dict]]:
     """Train SRL on ``rgb`` (N, T, H, W, 3) uint8 videos. Without ``encoder`` a ConvEncoder is pretrained
-    here (autoencoder) and frozen. Returns the model, the encoder and a log (one dict per logged step)."""
+    here (autoencoder) and frozen. After each step count in ``checkpoints`` (1-based) ``on_checkpoint(steps,
+    model)`` is called (model in eval mode, e.g. to evaluate it) and what it returns is logged with
+    ``"checkpoint": steps``. Returns the model, the encoder and a log (one dict per logged step)."""
     log: list[dict] = []
     if encoder is None:
         encoder = pretrain_encoder(rgb, config, log)
@@ -232,6 +264,9 @@ def train_srl(
             entry = {"step": step, "time_s": time.perf_counter() - start_time}
             entry.update({k: v.item() for k, v in terms.items()})
             log.append(entry)
+        if on_checkpoint is not None and step + 1 in checkpoints:
+            log.append({"checkpoint": step + 1, **on_checkpoint(step + 1, model.eval())})
+            model.train()
     return model.eval(), encoder, log
 
 

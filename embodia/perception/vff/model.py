@@ -1,41 +1,49 @@
 """The Video Fourier Field and its encoder (Becker, Erbach, Narnhofer, Schindler, "Continuous Space-Time Video
-Super-Resolution with 3D Fourier Fields", ICLR 2026, arXiv:2509.26325).
+Super-Resolution with 3D Fourier Fields", ICLR 2026, arXiv:2509.26325), after the authors' code
+(``cdadashovkhandan/v3vsr`` at 6caf8e6: ``models/vff.py`` the field, ``run_train.py`` ``forward`` / ``build_models``
+the local coordinates, the learned ``k`` and the skip, ``utils.py`` ``interpolate_grid`` the nearest lookup,
+``data.py`` ``make_z_coords`` / ``ContinuousWrapper`` the temporal assignment and the nearest-upsampled input).
 
 Coordinates are continuous and measured in units of the *low-resolution* input: ``x, y`` in input pixels (pixel
 ``i`` covers ``[i, i + 1)``, its centre is ``i + 0.5``) and ``t`` in input frames (frame ``j`` is at ``t = j``).
-The video is the field
+The video is the paper's Video Fourier Field with its Gaussian PSF factor, as the authors' code evaluates it:
 
-    V_c(x, y, t) = skip_c(x, y, t) + sum_k W_ck(x, y, t) * g_k(s) * sin(omega_k . [x, y, t] + phi_k(x, y, t))
+    V_c(p) = skip_c(p) + sum_k W_ck(v) * g_k(s) * sin(omega_k . (p - c_v) + phi_k(v))
 
 - ``omega_k`` (``K`` of them, ``(K, 3)``, radians per input pixel / frame) are learned and shared by every video
   and every position;
-- phases are relative to each voxel's centre ``c_v`` (``config.local_phase``, default; the authors' design,
-  whose code evaluates the field relative to the *nearest* voxel centre): the field near ``p`` is here
-  the trilinear blend ``sum_v a_v(p) sum_k W_vk g_k(s) sin(omega_k . (p - c_v) + phi_vk)`` of the 8 nearest
-  voxels' local fields, which a translation-equivariant encoder can express (with one global phase it would have
-  to output ``-omega . c_v``, which depends on absolute position); it is computed exactly by interpolating the
-  quadrature pair ``W cos(phi - omega . c_v)``, ``W sin(phi - omega . c_v)`` (:func:`sample_field`). With
-  ``local_phase=False`` phases and weights are interpolated directly, the formula above taken literally;
-- the encoder (3-D convolutions with dilated spatial kernels: a large spatio-temporal receptive field) maps the
-  input clip to, per input voxel, ``K`` phases ``phi_k`` and ``3 K`` mixing weights ``W_ck`` (one per output
-  channel); between voxel centres they are interpolated trilinearly (``grid_sample``, border padding);
-- ``g_k(s) = exp(-|omega_k,xy|^2 * k_psf / s^2)`` is the analytic Gaussian point-spread-function factor for
-  sampling at spatial scale ``s`` (output pixels per input pixel). A sinusoid convolved with a Gaussian of
-  standard deviation ``sigma`` is the same sinusoid times ``exp(-|omega|^2 sigma^2 / 2)``; an output pixel of
-  width ``1/s`` (a box) has variance ``1 / (12 s^2)``, and the Gaussian of that variance gives
-  ``k_psf = 1/24`` (:data:`PSF_K`; the authors learn this constant, initialised at sqrt(ln 4) / (2 pi^2)
-  ~ 0.060). As ``s -> inf`` the factor tends to 1 (no damping); below the
-  training scale it removes the frequencies the output grid cannot hold (anti-aliasing);
-- ``skip`` is the input video interpolated trilinearly at ``(x, y, t)`` (the authors add their field to the
-  nearest-upsampled input; the Fourier part then only models the residual).
+- the encoder (3-D convolutions with dilated spatial kernels: a large spatio-temporal receptive field; the authors
+  use RVRT) maps the input clip to, per input voxel ``v``, ``K`` phases ``phi_k(v)`` and ``3 K`` mixing weights
+  ``W_ck(v)`` (one per output channel);
+- **the authors' design** (``FieldConfig.interpolation="nearest"``): a query point ``p`` reads the
+  coefficients of the voxel ``v`` whose centre ``c_v`` is nearest (``interpolate_grid`` with ``order=0``; in time
+  the nearest input frame, a point halfway between two frames going to the earlier one, as ``make_z_coords``
+  does), evaluates that voxel's field at ``p - c_v`` (coordinates relative to the nearest voxel centre, so a
+  translation-equivariant encoder can place a pattern anywhere), and adds the *nearest-upsampled* input
+  (``source_nearest``): the Fourier part models the residual;
+- **embodia's variant** (``interpolation="trilinear"``, the default because it measured clearly better at CPU
+  budgets: ``results/perception/vff.json``): the 8 neighbouring voxels' local fields are blended with
+  trilinear weights ``a_v(p)``, ``sum_v a_v(p) sum_k W_vk g_k sin(omega_k . (p - c_v) + phi_vk)``, computed
+  exactly by interpolating the quadrature pair ``W cos(phi - omega . c_v)``, ``W sin(phi - omega . c_v)``
+  (:func:`sample_field`), and the skip is the trilinearly interpolated input. It is continuous across voxel
+  boundaries, where the nearest lookup jumps;
+- ``g_k(s) = exp(-|omega_k,xy|^2 * k / s^2)`` is the analytic Gaussian point-spread-function factor for sampling
+  at spatial scale ``s`` (output pixels per input pixel); the time axis is not filtered. The authors *learn* ``k``
+  (``variables['params']['k']``, trained with everything else) from ``sqrt(ln 4) / (2 pi^2)`` ~ 0.060
+  (:data:`AUTHORS_PSF_K`); here it is the parameter :attr:`VideoFourierField.psf_k` with that initial value
+  (``FieldConfig.learn_psf_k=False`` keeps it fixed; :data:`BOX_PSF_K` = 1/24 is the constant of a Gaussian with
+  the variance of a ``1/s`` box, an output pixel, which embodia used before). As ``s -> inf`` the factor tends to
+  1; below the training scale it removes the frequencies the output grid cannot hold (anti-aliasing).
 
-The time axis is not filtered (the PSF acts in space, as in the paper's formulation).
+With ``local_phase=False`` the field is evaluated at the absolute ``p`` instead of ``p - c_v`` (an ablation:
+the encoder would then have to output position-dependent phases).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -43,8 +51,12 @@ from torch import nn
 
 from embodia.core.errors import EmbodiaError
 
-PSF_K = 1.0 / 24.0
-"""``k`` in the PSF factor ``exp(-|omega_xy|^2 k / s^2)``: the Gaussian with the variance of a ``1/s`` box."""
+AUTHORS_PSF_K = math.sqrt(math.log(4.0)) / (2.0 * math.pi**2)
+"""The authors' initial PSF constant ``k`` (``args.py``: ``sqrt(log 4) / (2 pi^2)`` ~ 0.0596), then learned."""
+BOX_PSF_K = 1.0 / 24.0
+"""``k`` of the Gaussian with the variance ``1 / (12 s^2)`` of an output pixel's box (embodia's former fixed value)."""
+INTERPOLATIONS = ("nearest", "trilinear")
+"""How a query reads the per-voxel coefficients and the skip (see :class:`FieldConfig`)."""
 
 
 class VFFError(EmbodiaError):
@@ -68,13 +80,30 @@ class FieldConfig:
     psf: bool = True
     """Multiply each basis by the Gaussian PSF factor when sampling."""
     skip: bool = True
-    """Add the trilinearly interpolated input to the field."""
+    """Add the input, upsampled as ``interpolation`` says, to the field (the field models the residual)."""
     local_phase: bool = True
-    """Phases relative to each voxel's centre, blended trilinearly (see :func:`sample_field`); False: one global
-    sinusoid with interpolated phase and weight."""
+    """Evaluate each voxel's field at ``p - c_v``, relative to the voxel centre (the authors' design); False: at
+    the absolute ``p`` (an ablation)."""
+    interpolation: Literal["nearest", "trilinear"] = "trilinear"
+    """``"nearest"`` (the authors'): the nearest voxel's coefficients and the nearest-upsampled input as skip;
+    ``"trilinear"`` (embodia's variant, the default: ahead of the authors' at every factor, intervals apart, after
+    150 steps with three seeds, ``results/perception/vff.json``): the 8 neighbouring voxels' local fields blended
+    trilinearly and the trilinearly interpolated input as skip."""
+    psf_k: float = AUTHORS_PSF_K
+    """Initial value of the PSF constant ``k`` (the authors' ``sqrt(ln 4) / (2 pi^2)``; 1/24: a box pixel)."""
+    learn_psf_k: bool = True
+    """Learn ``k`` with the other parameters, as the authors do; False: keep it fixed at ``psf_k``."""
+
+    def __post_init__(self) -> None:
+        if self.interpolation not in INTERPOLATIONS:
+            raise VFFError(
+                f"interpolation must be one of {', '.join(INTERPOLATIONS)}, got {self.interpolation!r}"
+            )
 
 
-def psf_factor(frequencies: torch.Tensor, scale: float | torch.Tensor, k: float = PSF_K) -> torch.Tensor:
+def psf_factor(
+    frequencies: torch.Tensor, scale: float | torch.Tensor, k: float | torch.Tensor
+) -> torch.Tensor:
     """``exp(-|omega_xy|^2 k / s^2)`` per basis: ``frequencies`` ``(K, 3)`` (x, y, t), ``scale`` > 0."""
     squared = frequencies[..., 0] ** 2 + frequencies[..., 1] ** 2
     return torch.exp(-squared * k / (torch.as_tensor(scale, dtype=frequencies.dtype) ** 2))
@@ -97,6 +126,33 @@ def interpolate(volume: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
     return sampled[:, :, 0, 0].transpose(1, 2)
 
 
+def nearest_voxel(coords: torch.Tensor, size: tuple[int, int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The voxel whose centre is nearest to each query, clamped to the grid (the authors' ``order=0``,
+    ``mode='nearest'`` lookup): flat indices ``t H W + y W + x`` ``(B, Q)`` and the centres ``(B, Q, 3)``.
+
+    Pixel ``i`` covers ``[i, i + 1)`` (centre ``i + 0.5``); frame ``j`` sits at ``t = j`` and a time halfway
+    between two frames goes to the earlier one (the authors' ``make_z_coords`` subtracts 1e-5 before rounding)."""
+    frames, height, width = size
+    x = coords[..., 0].detach().floor().clamp(0, width - 1)
+    y = coords[..., 1].detach().floor().clamp(0, height - 1)
+    t = torch.ceil(coords[..., 2].detach() - 0.5).clamp(0, frames - 1)
+    index = ((t * height + y) * width + x).long()
+    return index, torch.stack([x + 0.5, y + 0.5, t], dim=-1)
+
+
+def gather_voxels(volume: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``volume`` ``(B, C, T, H, W)`` at flat voxel indices ``(B, Q)`` -> ``(B, Q, C)``."""
+    flat = volume.flatten(2)
+    return flat.gather(2, index[:, None].expand(-1, flat.shape[1], -1)).transpose(1, 2)
+
+
+def upsample_input(video: torch.Tensor, coords: torch.Tensor, interpolation: str) -> torch.Tensor:
+    """The skip: the input ``(B, 3, T, H, W)`` at ``coords`` by the nearest voxel or trilinearly -> ``(B, Q, 3)``."""
+    if interpolation == "nearest":
+        return gather_voxels(video, nearest_voxel(coords, tuple(video.shape[2:]))[0])
+    return interpolate(video, coords)
+
+
 def voxel_phase(frequencies: torch.Tensor, size: tuple[int, int, int]) -> torch.Tensor:
     """``omega_k . c_v`` for every voxel centre ``c_v = (j + 0.5, i + 0.5, t)``: ``(K, T, H, W)``."""
     frames, height, width = size
@@ -113,21 +169,24 @@ def sample_field(
     weights: torch.Tensor,
     coords: torch.Tensor,
     scale: float,
-    psf: bool = True,
+    psf_k: float | torch.Tensor | None = AUTHORS_PSF_K,
     local: bool = True,
+    interpolation: str = "nearest",
 ) -> torch.Tensor:
     """The Fourier part of the field at ``coords``.
 
-    ``local=False``: phases and weights are interpolated and the global sinusoid is evaluated,
-    ``sum_k W_k(p) sin(omega_k . p + phi_k(p))``. ``local=True`` (default): each voxel's phase is relative to
-    its own centre ``c_v``, so a translation-equivariant encoder can place the same pattern anywhere; the 8
-    neighbouring voxels' local fields are blended with the trilinear weights ``a_v(p)``,
+    ``interpolation="nearest"`` (the authors'): the nearest voxel ``v``'s field,
+    ``sum_k W_vk g_k sin(omega_k . (p - c_v) + phi_vk)`` (``p`` instead of ``p - c_v`` with ``local=False``).
+
+    ``interpolation="trilinear"``, ``local=True``: the 8 neighbouring voxels' local fields blended with the
+    trilinear weights ``a_v(p)``,
 
         sum_v a_v(p) sum_k W_vk sin(omega_k . (p - c_v) + phi_vk)
           = sum_k sin(omega_k . p) A_k(p) + cos(omega_k . p) B_k(p),
 
     with ``A, B`` the trilinear interpolation of ``W cos(phi - omega . c_v)`` and ``W sin(phi - omega . c_v)``
-    (the quadrature pair: exact, and one interpolation instead of eight field evaluations).
+    (the quadrature pair: exact, and one interpolation instead of eight field evaluations). With
+    ``local=False``: phases and weights interpolated, ``sum_k W_k(p) sin(omega_k . p + phi_k(p))``.
 
     Args:
         frequencies: ``(K, 3)`` omegas (x, y, t).
@@ -135,15 +194,27 @@ def sample_field(
         weights: ``(B, C*K, T, H, W)`` per-voxel weights (channel-major: ``[c*K + k]``).
         coords: ``(B, Q, 3)`` query points (x, y, t) in input units.
         scale: output pixels per input pixel (the PSF's ``s``).
-        psf: apply the PSF factor.
-        local: phases relative to each voxel's centre (see above).
+        psf_k: the PSF constant ``k``; None: no PSF factor.
+        local: evaluate relative to the voxel centres (see above).
+        interpolation: ``"nearest"`` or ``"trilinear"``.
 
     Returns:
         ``(B, Q, C)``.
     """
     bases = frequencies.shape[0]
+    damping = (
+        psf_factor(frequencies, scale, psf_k)
+        if psf_k is not None
+        else torch.ones(bases, dtype=frequencies.dtype)
+    )
+    if interpolation == "nearest":
+        index, centres = nearest_voxel(coords, tuple(phases.shape[2:]))
+        where = coords - centres if local else coords
+        phi = gather_voxels(phases, index)  # (B, Q, K)
+        w = gather_voxels(weights, index)
+        w = w.reshape(*w.shape[:2], -1, bases)  # (B, Q, C, K)
+        return torch.einsum("bqck,bqk->bqc", w, torch.sin(where @ frequencies.T + phi) * damping)
     angle = coords @ frequencies.T  # (B, Q, K)
-    damping = psf_factor(frequencies, scale) if psf else torch.ones(bases, dtype=frequencies.dtype)
     if not local:
         phi = interpolate(phases, coords)  # (B, Q, K)
         w = interpolate(weights, coords)  # (B, Q, C*K)
@@ -182,6 +253,12 @@ class VideoFourierField(nn.Module):
         omega[:, :2] *= config.freq_init_xy
         omega[:, 2] *= config.freq_init_t
         self.frequencies = nn.Parameter(omega)
+        k = torch.tensor(float(config.psf_k))
+        if config.learn_psf_k:
+            self.psf_k = nn.Parameter(k)
+            """The PSF constant ``k``, learned as the authors do (``variables['params']['k']``)."""
+        else:
+            self.register_buffer("psf_k", k)
         self.stem = nn.Conv3d(3, config.width, 3, padding=1)
         self.blocks = nn.Sequential(*[_Block(config.width, 2 ** (i % 3)) for i in range(config.depth)])
         self.head = nn.Conv3d(config.width, 4 * config.bases, 1)
@@ -207,9 +284,13 @@ class VideoFourierField(nn.Module):
         """Colours ``(B, Q, 3)`` at ``coords`` ``(B, Q, 3)`` from encoded ``coefficients`` (see :meth:`encode`)."""
         phases, weights = coefficients
         psf = self.config.psf if psf is None else psf
-        out = sample_field(self.frequencies, phases, weights, coords, scale, psf, self.config.local_phase)
-        if self.config.skip:
-            out = out + interpolate(video, coords)
+        config = self.config
+        k = self.psf_k if psf else None
+        out = sample_field(
+            self.frequencies, phases, weights, coords, scale, k, config.local_phase, config.interpolation
+        )
+        if config.skip:
+            out = out + upsample_input(video, coords, config.interpolation)
         return out
 
     def forward(self, video: torch.Tensor, coords: torch.Tensor, scale: float) -> torch.Tensor:
@@ -277,9 +358,14 @@ def load_field(folder: str) -> VideoFourierField:
         config = json.loads(config_file.read_text())
         if config.get("method") != "vff":
             raise ValueError("not a VFF model")
-        model = VideoFourierField(FieldConfig(**config["field"]))
-        model.load_state_dict(load_file(str(weights_file)))
-    except (ValueError, KeyError, TypeError, RuntimeError) as error:
+        field = dict(config["field"])
+        state = load_file(str(weights_file))
+        if "interpolation" not in field:  # saved before the authors' variant was added: trilinear, k = 1/24
+            field.update(interpolation="trilinear", psf_k=BOX_PSF_K, learn_psf_k=False)
+            state.setdefault("psf_k", torch.tensor(BOX_PSF_K))
+        model = VideoFourierField(FieldConfig(**field))
+        model.load_state_dict(state)
+    except (ValueError, KeyError, TypeError, RuntimeError, VFFError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise VFFError(f"model folder {str(path)!r} is not a VFF model: {first}") from None
     return model.eval()

@@ -13,8 +13,9 @@ query crop (``crop x crop`` output pixels on ``crop_frames`` random target frame
 
 over the crop, ``V`` sampled at the output pixel centres with the PSF factor for scale ``s``.
 
-Baselines: *trilinear* (bilinear in space, linear in time: the field's own skip) and *bicubic + linear*
-(bicubic in space, clamped to [0, 1], then linear interpolation between the two nearest input frames).
+Baselines: *nearest* (the nearest input pixel of the nearest input frame: the skip of the authors' ``"nearest"``
+variant), *trilinear* (bilinear in space, linear in time: the skip of the ``"trilinear"`` variant) and *bicubic +
+linear* (bicubic in space, clamped to [0, 1], then linear interpolation between the two nearest input frames).
 Quality: PSNR and SSIM (torchmetrics, data range 1) over every target frame, averaged over clips.
 """
 
@@ -31,7 +32,7 @@ import torch.nn.functional as F
 
 from embodia.perception.vff.model import FieldConfig, VFFError, VideoFourierField
 
-METHODS = ("vff", "trilinear", "bicubic+linear")
+METHODS = ("vff", "nearest", "trilinear", "bicubic+linear")
 """What :func:`upscale_clip` can do."""
 
 
@@ -122,6 +123,9 @@ def upscale_clip(
     if method not in METHODS:
         raise VFFError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     frames = low.permute(1, 0, 2, 3)  # (T', 3, h, w)
+    if method == "nearest":  # halfway between two frames: the earlier one (as the field's nearest lookup)
+        nearest = torch.ceil(times - 0.5).clamp(0, frames.shape[0] - 1).long()
+        return F.interpolate(frames[nearest], size=size, mode="nearest-exact")
     mode = "bilinear" if method == "trilinear" else "bicubic"
     if size[0] < frames.shape[-2]:  # downscaling: 'area' for the baselines (what they would use)
         spatial = F.interpolate(frames, size=size, mode="area")
@@ -233,10 +237,11 @@ def evaluate(
 
 
 def standard_methods(model: VideoFourierField | None) -> dict[str, Callable]:
-    """``vff`` (when a model is given), ``trilinear``, ``bicubic+linear`` as :func:`evaluate` methods."""
+    """``vff`` (when a model is given) and the baselines ``nearest``, ``trilinear``, ``bicubic+linear`` as
+    :func:`evaluate` methods."""
     methods: dict[str, Callable] = {}
     if model is not None:
         methods["vff"] = lambda low, size, times: upscale_clip("vff", low, size, times, model)
-    methods["trilinear"] = lambda low, size, times: upscale_clip("trilinear", low, size, times)
-    methods["bicubic+linear"] = lambda low, size, times: upscale_clip("bicubic+linear", low, size, times)
+    for name in METHODS[1:]:
+        methods[name] = lambda low, size, times, name=name: upscale_clip(name, low, size, times)
     return methods

@@ -27,6 +27,8 @@ def test_quick_experiment_writes_the_tables_and_the_picture(tmp_path):
         str(image),
         "--lm",
         "none",
+        "--part",
+        "benchmark",
     )
     assert code == 0
     produced = read_results(results)
@@ -65,3 +67,34 @@ def test_quick_experiment_writes_the_tables_and_the_picture(tmp_path):
     assert produced["data"]["picture"]["path"] == str(image)
     pixels = np.asarray(Image.open(image))
     assert pixels.ndim == 3 and pixels.shape[2] == 3 and min(pixels.shape[:2]) > 100
+
+
+def test_quick_generator_comparison_counts_single_robot_episodes_and_validates_them(tmp_path):
+    # the agent's rows stay empty here (--agent-episodes 0: no language model in the test's time budget); the
+    # agent loop is tested with a scripted model in test_agentic.py, and --quick runs the real SmolLM2
+    results = tmp_path / "results" / "generators.json"
+    code = run_script(
+        "navcraft_experiment",
+        *("--quick", "--quiet", "--part", "generators", "--scenes", "1", "--episodes", "4"),
+        *("--agent-episodes", "0", "--generator-results", str(results)),
+    )
+    assert code == 0
+    produced = read_results(results)
+    assert layout_differences(produced, read_results(RESULTS_DIR / "navcraft" / "generators.json")) == []
+    assert produced["seeds"] == [0] and produced["command"].startswith(
+        "python scripts/navcraft_experiment.py"
+    )
+    rules, slots, agent = produced["tables"]["generators"]["rows"]
+    assert rules["generator"] == "rules, all episodes" and rules["episodes"] == 4
+    assert rules["valid_final"]["value"] == 1.0  # every final schedule passes validation
+    assert rules["mission_by_agent"] is None and 0 <= rules["valid_as_proposed"]["value"] <= 1
+    assert slots["episodes"] == agent["episodes"] == 0
+    single = {
+        r["reason"]: r["episodes"]
+        for r in produced["tables"]["single_robot"]["rows"]
+        if r["generator"] == rules["generator"]
+    }
+    assert sum(single.values()) == round(rules["single_robot"]["value"] * 4)
+    patterns = {r["pattern"]: r["g0"] for r in produced["tables"]["patterns"]["rows"]}
+    assert sum(n for name, n in patterns.items() if name.startswith("type: ")) == 4
+    assert patterns["single robot"] == patterns["type: solo"]

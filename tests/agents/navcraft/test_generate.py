@@ -284,3 +284,58 @@ def test_generate_is_reproducible_and_only_keeps_collaboration_that_pays():
         for i, a in enumerate(positions):
             assert all(np.linalg.norm(a - b) >= 0.6 for b in positions[i + 1 :])
     assert stats["episodes_per_second"] > 0
+
+
+# ---------------------------------------------------------------------- single-robot episodes, patterns
+def test_single_robot_episodes_are_counted_and_leave_the_other_missions_alone():
+    scenes = ["apartment_0"]
+    mixed = generate(scenes, 4, seed=7, config=GeneratorConfig(single_robot_share=0.5))
+    none = generate(scenes, 4, seed=7, config=GeneratorConfig(single_robot_share=0.0))
+    alone = generate(scenes, 4, seed=7, config=GeneratorConfig(single_robot_share=1.0))
+    for ep in alone.episodes:
+        assert ep.num_robots == 1 and ep.info["taxonomy"] == "solo"
+        assert ep.info["single_robot"] == "no_helpers" and not ep.info["accepted"]
+    assert alone.stats["single_robot"] == 4 and alone.stats["collaborative"] == 0
+    assert alone.stats["single_robot_by_reason"] == {"no_helpers": 4}
+    assert alone.stats["coverage"]["patterns"]["single robot"] == 4
+    # the missions are the same whatever the share; an episode keeps its helpers unless it is drawn single
+    assert [to_plain(e.mission) for e in alone.episodes] == [to_plain(e.mission) for e in none.episodes]
+    drawn = [e.info["single_robot"] == "no_helpers" for e in mixed.episodes]
+    assert any(drawn) and not all(drawn)
+    for ep, reference in zip(mixed.episodes, none.episodes):
+        if ep.info["single_robot"] != "no_helpers":
+            assert to_plain(ep) == to_plain(reference)
+    stats = mixed.stats
+    assert stats["single_robot"] + stats["collaborative"] == 4
+    assert stats["single_robot"] == sum(n for reason, n in stats["single_robot_by_reason"].items())
+
+
+def test_collaboration_patterns_are_read_from_events_and_plans(travel):
+    from embodia.agents.navcraft.mission import Event, Schedule, Step
+    from embodia.agents.navcraft.stats import PATTERNS, collaboration_patterns
+
+    here = anchor(travel, "corridor_0")
+    robots = [RobotStart(here, 0.0)] * 3
+    relay = Schedule(
+        "relay",
+        robots,
+        [[Step("move", here)], [Step("pick", here, item="a")], []],
+        [Event("handoff", [1, 0], here, (0, 1), ["a"]), Event("handoff", [0, 2], here, (0, 1), ["b"])],
+    )
+    assert collaboration_patterns(relay) == ["handoff helper -> primary", "handoff primary -> helper"]
+    parallel = Schedule(
+        "parallel_fetch",
+        robots,
+        [[Step("pick", here, item="a")], [Step("pick", here, item="b")], [Step("pick", here, item="c")]],
+    )
+    assert collaboration_patterns(parallel) == ["parallel, 3+ carriers"]
+    swap = Schedule(
+        "rendezvous_swap",
+        robots[:2],
+        [[], [Step("move", here)]],
+        [Event("rendezvous", [0, 1], here, (0, 1), ["a", "b"])],
+    )
+    assert collaboration_patterns(swap) == ["rendezvous swap"]
+    alone = Schedule("solo", robots[:1], [[Step("move", here)]])
+    assert collaboration_patterns(alone) == ["single robot"]
+    assert set(collaboration_patterns(relay) + collaboration_patterns(parallel)) <= set(PATTERNS)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from embodia.perception.iqa.database import IQADatabase, IQADatabaseConfig
-from embodia.perception.iqa.distortions import CLASS_NAMES, LEVELS, distort, image_seed
+from embodia.perception.iqa.distortions import LEVELS, distort, image_seed
 
-#: the known damage per level of each class in the synthetic database (a made-up "agent")
+#: the known damage per level of each type in the synthetic database (a made-up "agent"; seven of the 30
+#: types, the first of each family)
 CLASS_WEIGHT = {
     "blur": 0.3,
     "noise": 1.0,
@@ -36,11 +37,12 @@ def synthetic_scene(seed: int, size: int = 32) -> np.ndarray:
 
 
 def synthetic_database(references: int = 8, size: int = 32, seed: int = 0) -> IQADatabase:
-    """Every reference x 7 classes x 5 levels; every score column = CLASS_WEIGHT[class] * level (+ noise)."""
+    """Every reference x the 7 types of CLASS_WEIGHT x 5 levels; every score column = CLASS_WEIGHT[type] * level
+    (+ noise for perception and cognition)."""
     refs = np.stack([synthetic_scene(seed * 1000 + r, size) for r in range(references)])
     rows: dict[str, list] = {k: [] for k in ("images", "ref_index", "class_index", "level", "damage")}
     for r, ref in enumerate(refs):
-        for c, name in enumerate(CLASS_NAMES):
+        for c, name in enumerate(CLASS_WEIGHT):
             for level in LEVELS:
                 rows["images"].append(distort(ref, name, level, image_seed(seed, r, c, level)))
                 rows["ref_index"].append(r)
@@ -57,6 +59,7 @@ def synthetic_database(references: int = 8, size: int = 32, seed: int = 0) -> IQ
         class_index=np.asarray(rows["class_index"]),
         level=np.asarray(rows["level"]),
         perception=damage + noise,
+        cognition=damage - noise,
         decision=damage,
         execution=damage,
         progress_drop=damage,
@@ -67,6 +70,6 @@ def synthetic_database(references: int = 8, size: int = 32, seed: int = 0) -> IQ
         reference_states=np.zeros((references, 4)),
         reference_seeds=np.arange(references),
         reference_steps=np.zeros(references, np.int64),
-        class_names=CLASS_NAMES,
+        class_names=tuple(CLASS_WEIGHT),
         config=IQADatabaseConfig(references=references),
     )

@@ -59,10 +59,29 @@ CONFIG = IQADatabaseConfig(
 )
 
 
+OBSERVED: list = []
+"""What the database fixture's build showed its observer: (image, info) of every clean reference step."""
+
+
 @pytest.fixture(scope="module")
 def database():
     torch.manual_seed(0)
-    return build_database(CONFIG, PixelPolicy(), ConvEncoder(image_size=64, dim=32, depth=2).eval())
+    return build_database(
+        CONFIG,
+        PixelPolicy(),
+        ConvEncoder(image_size=64, dim=32, depth=2).eval(),
+        observe=lambda image, info: OBSERVED.append((image, info)),
+    )
+
+
+def test_observer_sees_every_clean_reference_step_with_ground_truth(database):
+    # one reference episode of at most reference_steps steps; the references are among its states
+    assert 1 <= len(OBSERVED) <= CONFIG.reference_steps
+    for image, info in OBSERVED:
+        assert image.shape == (64, 64, 3) and image.dtype == np.uint8
+        assert "privileged/block_0_pos" in info and "proprio/effector_pos" in info
+    seen = [image for image, _ in OBSERVED]
+    assert any(np.array_equal(ref, image) for ref in database.references[1:] for image in seen)
 
 
 def test_shapes_and_finite_scores(database):
@@ -75,6 +94,7 @@ def test_shapes_and_finite_scores(database):
     for name in ("perception", "decision", "execution", "progress_drop", "success", "clean_success"):
         values = getattr(db, name)
         assert values.shape == (8,) and values.dtype == np.float32 and np.isfinite(values).all(), name
+    assert np.isnan(db.cognition).all()  # scored after the build (cognition.add_cognition)
     assert (db.perception >= -1e-6).all() and (db.decision >= 0).all()
     assert np.allclose(db.execution, db.clean_success - db.success)
     assert db.reference_states.shape[0] == 2 and db.reference_states.dtype == np.float64
@@ -119,6 +139,7 @@ def test_save_load_round_trip(database, tmp_path):
         "class_index",
         "level",
         "perception",
+        "cognition",
         "decision",
         "execution",
         "progress_drop",
@@ -149,8 +170,8 @@ def test_refuses_foreign_folder_and_reports_corruption(database, tmp_path):
 
 
 def test_bad_config_is_one_line():
-    with pytest.raises(Exception, match="unknown distortion class 'fog'; choose one of blur"):
-        build_database(IQADatabaseConfig(classes=("fog",)), PixelPolicy(), ConvEncoder())
+    with pytest.raises(Exception, match="unknown distortion type 'smog'; choose one of blur"):
+        build_database(IQADatabaseConfig(classes=("smog",)), PixelPolicy(), ConvEncoder())
     with pytest.raises(IQADatabaseError, match="rollouts"):
         build_database(IQADatabaseConfig(rollouts=-1), PixelPolicy(), ConvEncoder())
 

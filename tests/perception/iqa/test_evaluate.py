@@ -8,13 +8,13 @@ import torch
 
 from embodia.perception.encoders import ConvEncoder
 from embodia.perception.iqa.database import SCORES
-from embodia.perception.iqa.distortions import CLASS_NAMES
 from embodia.perception.iqa.evaluate import (
     IQAEvaluationError,
     baseline_scores,
     correlations,
     level_correlations,
     splits,
+    t_interval,
 )
 from tests.perception.iqa import synthetic_database
 
@@ -41,16 +41,23 @@ def test_correlations_on_known_data():
         correlations(x, x[:5])
 
 
-def test_baselines_have_the_damage_sign(db):
-    scores = baseline_scores(db, encoder=ConvEncoder(image_size=32, dim=16, depth=2).eval())
-    assert set(scores) == {"psnr", "ssim", "feature_distance"}
+def test_vif_is_nan_below_its_minimum_size(db):
+    scores = baseline_scores(db, np.arange(4), extended=True)
+    assert np.isnan(scores["vif"]).all() and np.isfinite(scores["ms_ssim"]).all()
+
+
+def test_baselines_have_the_damage_sign():
+    db = synthetic_database(references=1, size=48)
+    scores = baseline_scores(db, encoder=ConvEncoder(image_size=48, dim=16, depth=2).eval(), extended=True)
+    assert set(scores) == {"psnr", "ssim", "ms_ssim", "vif", "feature_distance"}
     for name, values in scores.items():
         assert values.shape == (len(db),) and np.isfinite(values).all(), name
-    for name in ("blur", "noise", "pixelate"):  # within one class, damage grows with the level
-        rows = db.class_index == CLASS_NAMES.index(name)
+    for name in ("blur", "noise"):  # within one type, damage grows with the level
+        rows = db.class_index == db.class_names.index(name)
         assert correlations(scores["psnr"][rows], db.level[rows])["srcc"] > 0.8, name
-        assert correlations(scores["ssim"][rows], db.level[rows])["srcc"] > 0.8, name
-    assert (scores["ssim"] > 0).all() and (scores["psnr"] < 0).all()
+        for metric in ("ssim", "ms_ssim", "vif"):
+            assert correlations(scores[metric][rows], db.level[rows])["srcc"] > 0.8, (name, metric)
+    assert (scores["ssim"] > 0).all() and (scores["psnr"] < 0).all() and (scores["ms_ssim"] > 0).all()
     rows = np.arange(3)
     assert np.allclose(baseline_scores(db, rows)["psnr"], scores["psnr"][rows], atol=1e-4)
 
@@ -85,3 +92,19 @@ def test_level_correlations(db):
     assert len(result) == len(SCORES) * (len(SCORES) - 1) // 2
     assert result["decision/execution"] == pytest.approx(1.0)
     assert 0.8 < result["perception/decision"] <= 1.0
+    assert 0.8 < result["cognition/execution"] <= 1.0
+
+
+def test_default_class_split_holds_out_a_quarter_of_many_types():
+    db = synthetic_database(references=2, size=16)
+    db.class_index = np.arange(len(db)) % 30  # pretend 30 types
+    _, test = splits(db, "classes", seed=0)
+    assert len(set(db.class_index[test])) == 7
+
+
+def test_t_interval_by_hand():
+    mean, low, high = t_interval([0.2, 0.4, 0.6])
+    half = 4.302652729911275 * 0.2 / np.sqrt(3)  # t_{0.975, 2} * sd / sqrt(n)
+    assert (mean, low, high) == pytest.approx((0.4, 0.4 - half, 0.4 + half))
+    assert t_interval([0.5, np.nan]) == (0.5, 0.5, 0.5)
+    assert all(np.isnan(t_interval([np.nan])))

@@ -23,7 +23,9 @@ def test_slot_contrast_is_lower_for_consistent_slots_than_for_shuffled_ones():
     consistent = base.expand(3, 4, 5, 16) + 0.05 * torch.randn(3, 4, 5, 16)
     shuffled = torch.stack([consistent[:, t, torch.randperm(5)] for t in range(4)], dim=1)
     low, high = losses.slot_contrastive_loss(consistent), losses.slot_contrastive_loss(shuffled)
-    assert low >= 0 and low < 0.1 < high
+    # the floor: frames 1 and 2 have two equally likely positives (log 2 each), frames 0 and 3 one (0)
+    floor = (0.1 / 0.07) * math.log(2) / 2
+    assert floor <= low < floor + 0.1 < high
     assert losses.slot_contrastive_loss(consistent[:, :1]) == 0  # a single frame has no pairs
 
 
@@ -66,3 +68,72 @@ def test_denoising_is_lower_when_features_agree_with_the_decoder_masks():
     clean = losses.denoising_loss(features.clone(), features, masks, topk=2)
     noisy = losses.denoising_loss(torch.randn_like(features), features, masks, topk=2)
     assert 0 < clean < noisy
+
+
+# --- the authors' details (hynnsk/SRL, srl/losses.py, configs/srl/movi_c.yaml) ---
+
+FACTOR = 0.1 / 0.07  # SupCon's tau / tau_base
+
+
+def _one_hot_patches(frames: int, patches: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Features (1, T, N, 2) with patch 0 of every frame = e0 and patch 1 = e1, and masks (1, T, 2, N) that
+    assign patch n of every frame to slot n."""
+    labels = torch.arange(patches).repeat(frames).view(1, frames, patches)
+    features = torch.nn.functional.one_hot(labels, 2).float()
+    masks = torch.nn.functional.one_hot(labels, 2).permute(0, 1, 3, 2).float()
+    return features, masks
+
+
+def test_deblurring_with_four_frame_groups_counts_same_slot_patches_of_other_frames_as_positives():
+    features, masks = _one_hot_patches(frames=4, patches=2)
+    # each anchor: 4 same-slot patches (itself and one in each other frame, logit 1/tau = 10), 4 others (0)
+    expected = FACTOR * math.log(4 * (1 + math.exp(-10)))
+    grouped = losses.deblurring_loss(features, features, masks, temperature=0.1, group_frames=4)
+    torch.testing.assert_close(grouped, torch.tensor(expected))
+    # a 4-frame group is the same contrast as the 8 patches side by side in one frame
+    flat = losses.deblurring_loss(
+        features.view(1, 1, 8, 2), features.view(1, 1, 8, 2), masks.permute(0, 2, 1, 3).reshape(1, 1, 2, 8),
+        temperature=0.1, group_frames=1,
+    )  # fmt: skip
+    torch.testing.assert_close(grouped, flat)
+    # frame by frame (group_frames=1) the other frames' patches are neither positives nor negatives
+    single = losses.deblurring_loss(features, features, masks, temperature=0.1, group_frames=1)
+    torch.testing.assert_close(single, torch.tensor(FACTOR * math.log(1 + math.exp(-10))))
+
+
+def test_denoising_with_four_frame_groups_matches_the_frames_side_by_side():
+    torch.manual_seed(2)
+    adapted, frozen = torch.randn(1, 4, 3, 5), torch.randn(1, 4, 3, 6)
+    masks = torch.randn(1, 4, 2, 3).softmax(dim=2)
+    grouped = losses.denoising_loss(adapted, frozen, masks, temperature=0.1, topk=2, group_frames=4)
+    side_by_side = losses.denoising_loss(
+        adapted.view(1, 1, 12, 5), frozen.view(1, 1, 12, 6), masks.permute(0, 2, 1, 3).reshape(1, 1, 2, 12),
+        temperature=0.1, topk=8, group_frames=1,
+    )  # fmt: skip
+    torch.testing.assert_close(grouped, side_by_side)
+    assert not torch.isclose(grouped, losses.denoising_loss(adapted, frozen, masks, 0.1, 2, group_frames=1))
+
+
+def test_denoising_pins_the_supcon_factor_on_a_hand_case():
+    features, masks = _one_hot_patches(frames=1, patches=2)
+    features = features.repeat(1, 1, 2, 1)  # 4 patches: e0, e1, e0, e1
+    masks = masks.repeat(1, 1, 1, 2)
+    # anchor: one other patch equal to it (logit 10; its nearest neighbour and same mask), two orthogonal (0)
+    loss = losses.denoising_loss(features, features, masks, temperature=0.1, topk=2, group_frames=1)
+    torch.testing.assert_close(loss, torch.tensor(FACTOR * math.log(1 + 2 * math.exp(-10))))
+    unscaled = losses.denoising_loss(features, features, masks, 0.1, 2, 1, base_temperature=0.1)
+    torch.testing.assert_close(loss, unscaled * FACTOR)
+
+
+def test_slot_contrast_pins_the_supcon_factor_and_the_adjacent_frame_positives():
+    slots = torch.tensor([[1.0, 0.0], [0.0, 1.0]]).view(1, 1, 2, 2).expand(1, 2, 2, 2)  # 2 slots, 2 frames
+    # anchor (slot 0, t=0): positive (slot 0, t=1) at logit 10, negatives the other slot's two vectors at 0
+    expected = FACTOR * math.log(1 + 2 * math.exp(-10))
+    torch.testing.assert_close(losses.slot_contrastive_loss(slots, 0.1), torch.tensor(expected))
+    # with 3 frames, slot 0 at t=0 and t=2 are neither positive nor negative for each other
+    three = torch.tensor([[1.0, 0.0], [0.0, 1.0]]).view(1, 1, 2, 2).expand(1, 3, 2, 2)
+    ends = math.log(1 + 3 * math.exp(-10))  # t=0 and t=2: one positive, 3 negatives
+    middle = math.log(2 + 3 * math.exp(-10))  # t=1: two positives of equal logit
+    torch.testing.assert_close(
+        losses.slot_contrastive_loss(three, 0.1), torch.tensor(FACTOR * (2 * ends + middle) / 3)
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from embodia.perception.encoders import ConvEncoder
 from embodia.perception.srl import SlotAttention, SRLModel
@@ -36,3 +37,10 @@ def test_model_outputs_have_the_documented_shapes_and_normalised_masks():
     # the encoder is frozen: no gradient reaches its tokens
     out.recon.sum().backward()
     assert not out.target.requires_grad
+
+
+def test_projectors_are_one_bias_free_linear_map_each():
+    model = SRLModel(feat_dim=16, patches=64, num_slots=4, slot_dim=8, proj_dim=8)
+    for projector, inp in ((model.project_feat, 16), (model.project_adapted, 8)):
+        assert type(projector) is nn.Linear and projector.bias is None
+        assert projector.weight.shape == (8, inp)
