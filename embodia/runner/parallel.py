@@ -77,7 +77,7 @@ def ray_session(workers: int, address: str | None = None) -> Iterator[Any]:
         if address:  # someone else's cluster: it outlives this command
             ray.init(address=address, **options)
         else:  # ours: its processes must not outlive this command, even a SIGKILLed one (ray_reaper.py)
-            ray.init(num_cpus=workers, include_dashboard=False, **options)
+            _start_local_ray(ray, workers, options)
             reaper = start_reaper()
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise EmbodiaError(
@@ -90,6 +90,34 @@ def ray_session(workers: int, address: str | None = None) -> Iterator[Any]:
     finally:
         ray.shutdown()
         stop_reaper(reaper)
+
+
+#: how many times a local Ray instance is started before a run gives up (see :func:`_start_local_ray`)
+LOCAL_START_ATTEMPTS = 3
+
+
+def _start_local_ray(ray: Any, workers: int, options: dict[str, Any]) -> None:
+    """Start a local Ray instance, again (up to ``LOCAL_START_ATTEMPTS`` times) when its raylet misses
+    Ray's fixed 30 s registration window, which a machine under heavy load can make it miss.
+
+    Raises:
+        EmbodiaError: every attempt timed out.
+    """
+    for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+        try:
+            ray.init(num_cpus=workers, include_dashboard=False, **options)
+            return
+        except Exception as error:  # Ray raises a bare Exception for this one
+            if "timed out during startup" not in str(error):
+                raise
+            ray.shutdown()
+            if attempt == LOCAL_START_ATTEMPTS:
+                raise EmbodiaError(
+                    f"a local Ray instance did not start in {LOCAL_START_ATTEMPTS} attempts (its raylet missed "
+                    "Ray's 30 s start-up window: the machine is overloaded); retry when it is less busy, or "
+                    "run without Ray (--workers 1)"
+                ) from None
+            print(f"Ray did not start in time (attempt {attempt}); starting it again", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------- inside a worker

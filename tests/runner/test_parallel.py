@@ -309,3 +309,41 @@ def test_ctrl_c_stops_the_workers_and_keeps_every_finished_episode(cluster, tmp_
 def _running_tasks() -> list[str]:
     """Pids of Ray workers running an episode task now."""
     return subprocess.run(["pgrep", "-f", "ray::run_task"], capture_output=True, text=True).stdout.split()
+
+
+class _SlowRaylet:
+    """Ray's module as far as starting a local instance goes, whose raylet misses Ray's fixed 30 s
+    registration window ``misses`` times (what a heavily loaded machine did to a comparison run)."""
+
+    def __init__(self, misses: int) -> None:
+        self.misses, self.inits, self.shutdowns = misses, 0, 0
+
+    def init(self, **options) -> None:
+        self.inits += 1
+        if self.inits <= self.misses:
+            raise Exception("The current node timed out during startup. This could happen because ...")
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_a_local_ray_that_misses_its_start_window_is_started_again(capsys):
+    from embodia.core.errors import EmbodiaError
+    from embodia.runner.parallel import LOCAL_START_ATTEMPTS, _start_local_ray
+
+    ray = _SlowRaylet(misses=LOCAL_START_ATTEMPTS - 1)
+    _start_local_ray(ray, 2, {})
+    assert (ray.inits, ray.shutdowns) == (LOCAL_START_ATTEMPTS, LOCAL_START_ATTEMPTS - 1)
+    assert "starting it again" in capsys.readouterr().err
+
+    ray = _SlowRaylet(misses=LOCAL_START_ATTEMPTS)
+    with pytest.raises(EmbodiaError, match="did not start in 3 attempts.*--workers 1"):
+        _start_local_ray(ray, 2, {})
+    assert ray.shutdowns == LOCAL_START_ATTEMPTS  # nothing half-started is left behind
+
+    class Broken(_SlowRaylet):
+        def init(self, **options) -> None:
+            raise ValueError("num_cpus must be positive")
+
+    with pytest.raises(ValueError):  # any other failure is not retried
+        _start_local_ray(Broken(0), 0, {})
