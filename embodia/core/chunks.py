@@ -9,7 +9,8 @@ the ROS 2 policy node. What a chunk is, is decided here and nowhere else:
 
 The policy is queried again when the chunk is used up, or after ``execute_steps`` actions when the policy
 sets that attribute (receding horizon: 1 re-plans every step). :meth:`ActionChunker.reset` drops the rest
-of a chunk (a new episode).
+of a chunk (a new episode). A policy that conditions on past observations (Diffusion Policy's observation
+horizon) has ``observe(obs)``, which receives the observation of every step it is not asked to act at.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class ActionChunker:
             else:
                 self._chunk = out[None]
             self._cursor = 0
+        elif (observe := getattr(self.policy, "observe", None)) is not None:
+            observe(obs)
         action = self._chunk[self._cursor]
         self._cursor += 1
         return action

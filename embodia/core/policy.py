@@ -49,6 +49,13 @@ class BatchPolicy(Policy, Protocol):
     def act_batch(self, obs_batch: Mapping[str, np.ndarray]) -> np.ndarray: ...
 
 
+def is_stateful(policy: object) -> bool:
+    """Whether ``policy`` remembers earlier steps of its episode (its class sets ``stateful = True``: ACT's
+    temporal ensembling, Diffusion Policy's observation history): one object must not serve two episodes at
+    once (the vectorised runner loads one per environment)."""
+    return bool(getattr(policy, "stateful", False))
+
+
 def supports_batch(policy: object) -> bool:
     """Whether ``policy`` implements :class:`BatchPolicy` (has a callable ``act_batch``)."""
     return callable(getattr(policy, "act_batch", None))
@@ -74,6 +81,8 @@ _POLICY_MODULES = (
     "embodia.policies.linear",
     "embodia.policies.actor_policy",
     "embodia.policies.pixel_policy",
+    "embodia.policies.diffusion_folder",
+    "embodia.policies.act_policy",
 )
 
 #: how a policy folder's network may run: ``"torch"`` (model.safetensors), ``"onnx"`` (model.onnx through ONNX

@@ -6,11 +6,12 @@ are subpackages that register their ids next to their classes:
 - :mod:`embodia.envs.ogbench`: OGBench (mazes, manipulation, pixels, play data collection);
 - :mod:`embodia.envs.kitchen`: RoboCasa-style kitchens on robosuite;
 - :mod:`embodia.envs.habitat`: Habitat-style indoor navigation on MuJoCo.
+- :mod:`embodia.envs.aloha`: ACT's ALOHA bimanual tasks (transfer cube, insertion) through gym-aloha.
 """
 
 from __future__ import annotations
 
-from embodia.envs import habitat, kitchen, ogbench  # noqa: F401  (each registers its ids)
+from embodia.envs import aloha, habitat, kitchen, ogbench  # noqa: F401  (each registers its ids)
 from embodia.envs.registration import (
     NAMESPACE,
     EnvInfo,

@@ -51,5 +51,17 @@ register_learner(
     "embodia.policies.pixel_bc:PixelBCConfig",
     "behaviour cloning from camera images (CNN, a saved encoder such as VER, or a local DINOv2/CLIP)",
 )
+register_learner(
+    "act",
+    "embodia.policies.act:ACT",
+    "embodia.policies.act:ACTConfig",
+    "ACT: action chunking with transformers (CVAE; states and / or cameras; temporal ensembling)",
+)
+register_learner(
+    "diffusion_policy",
+    "embodia.policies.diffusion_policy:DiffusionPolicy",
+    "embodia.policies.diffusion_policy:DiffusionPolicyConfig",
+    "Diffusion Policy (CNN): DDPM-trained 1-D U-Net over action sequences, DDIM sampling; states and / or cameras",
+)
 
 __all__ = ["learner_classes", "learner_names", "register_learner"]

@@ -227,6 +227,10 @@ def _policy_graph(policy: Any, folder: Path, config: dict[str, Any], samples: in
         from embodia.policies.onnx_pixel_export import pixel_graph
 
         return pixel_graph(policy, folder, config, samples)
+    if config.get("type") == "act":
+        from embodia.policies.act_policy import act_graph
+
+        return act_graph(policy, folder, config, samples)
     if not isinstance(policy, ActorPolicy):
         raise PolicyError(
             f"{str(folder)!r} is a {config.get('type')!r} policy; only actor and pixel policies (`embodia "
@@ -267,6 +271,10 @@ def export_onnx(policy_dir: str | Path, *, check: bool = True, atol: float = 1e-
     weights_sha256 = file_sha256(weights) if weights.is_file() else None
     policy = load_policy(folder, runtime="torch")  # one-line errors for a missing / damaged / unknown folder
     config = json.loads((folder / "config.json").read_text())
+    if config.get("type") == "diffusion_policy":  # two graphs and a NumPy DDIM loop: its own exporter
+        from embodia.policies.diffusion_folder import export_diffusion_onnx
+
+        return export_diffusion_onnx(folder, check=check, atol=atol)
     graph = _policy_graph(policy, folder, config, samples)
     import torch
 

@@ -52,7 +52,8 @@ class TrainConfig:
     """One training run."""
 
     method: str
-    """A registered method (``embodia.policies.learner.learner_names()``: bc, deas, flow_bc, fql, gciql, iql, pixel_bc)."""
+    """A registered method (``embodia.policies.learner.learner_names()``: act, bc, deas, diffusion_policy, flow_bc, fql, gciql,
+    iql, pixel_bc)."""
     dataset: PathStr
     """Path of the trajectory store to learn from."""
     out: PathStr
@@ -283,7 +284,9 @@ def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str = 
     train_rows = [r for r in history if "eval" not in r]
     eval_rows = [r for r in history if "eval" in r]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
-    for key in ("critic_loss", "value_loss", "actor_loss", "bc_mse", "flow_loss", "distill_loss"):
+    # every logged loss, whichever learner wrote the history (``*_loss``, ``*_mse``)
+    losses = dict.fromkeys(k for r in train_rows for k in r if k.endswith(("_loss", "_mse")))
+    for key in losses:
         points = [(r["step"], r[key]) for r in train_rows if key in r]
         if points:
             left.plot(*zip(*points), label=key)

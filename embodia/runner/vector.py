@@ -27,7 +27,10 @@ Policies. One policy object is shared by all environments and reset with each ep
 starts (as the serial runner does), so it must act on each observation alone: true of the trained policies
 (``ActorPolicy``, ``OnnxActorPolicy``, ``LinearPolicy``). A stateful policy (one that remembers between
 calls, or seeds itself in ``reset``) is given as a list of ``num_envs`` policies, one per environment;
-``"random"`` makes such a list, ``"expert"`` too in ``"sync"`` mode (an expert reads its environment object,
+a policy folder whose policy is stateful (:func:`~embodia.core.policy.is_stateful`: ACT's temporal
+ensembling, Diffusion Policy's observation history) is loaded once per environment; a policy that is asked
+only when its chunk is used up gets the other steps' observations through its ``observe`` (as the chunk
+runner gives them); ``"random"`` makes such a list, ``"expert"`` too in ``"sync"`` mode (an expert reads its environment object,
 which lives in another process in ``"async"`` mode).
 
 Recording. Episodes are recorded (``record=``) or returned as arrays (``keep_episodes=True``:
@@ -52,7 +55,14 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from embodia.core.errors import ActionError, EmbodiaError, PolicyError
-from embodia.core.policy import Policy, RandomPolicy, load_policy, make_policy, supports_batch
+from embodia.core.policy import (
+    Policy,
+    RandomPolicy,
+    is_stateful,
+    load_policy,
+    make_policy,
+    supports_batch,
+)
 from embodia.core.seeds import check_seeds
 from embodia.data.recorder import EpisodeBuffer, EpisodeRecorder, EpisodeTransform, control_fps
 from embodia.data.store import TrajectoryStore
@@ -337,12 +347,19 @@ def _policies(
                     "a scripted expert reads its environment object: run it with mode='sync' (or rollout)"
                 )
             return [make_policy("expert", env) for env in vec.envs], False
-        spec = load_policy(spec)
+        path, spec = spec, load_policy(spec)
+        if is_stateful(spec):  # one copy per environment: its memory belongs to one episode
+            return [spec, *(load_policy(path) for _ in range(n - 1))], False
     if isinstance(spec, Sequence):
         policies = list(spec)
         if len(policies) != n:
             raise PolicyError(f"a list of policies needs one per environment ({n}), got {len(policies)}")
         return policies, False
+    if n > 1 and is_stateful(spec):
+        raise PolicyError(
+            f"{type(spec).__name__} remembers earlier steps of its episode: give one policy per environment "
+            f"(a list of {n}), or its folder's path"
+        )
     return [spec] * n, batch and supports_batch(spec)
 
 
@@ -476,7 +493,14 @@ class _Runner:
 
     def _ask_policy(self, obs: Any) -> None:
         """Give every running environment whose chunk is used up the policy's next output."""
-        need = [i for i, s in enumerate(self.slots) if s.episode is not None and s.needs_action()]
+        need = []
+        for i, slot in enumerate(self.slots):
+            if slot.episode is None:
+                continue
+            if slot.needs_action():
+                need.append(i)
+            elif (observe := getattr(slot.policy, "observe", None)) is not None:
+                observe(_row(obs, i))  # as the chunk runner: every step the policy is not asked at
         if not need:
             return
         if self.batched:

@@ -194,7 +194,17 @@ def test_one_registry_of_methods_for_the_cli_and_training_and_the_cli_starts_wit
     from embodia.cli import build_parser
     from embodia.policies import learner_classes, learner_names
 
-    assert learner_names() == ["bc", "deas", "flow_bc", "fql", "gciql", "iql", "pixel_bc"]
+    assert learner_names() == [
+        "act",
+        "bc",
+        "deas",
+        "diffusion_policy",
+        "flow_bc",
+        "fql",
+        "gciql",
+        "iql",
+        "pixel_bc",
+    ]
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     assert list(next(a for a in train._actions if a.dest == "method").choices) == learner_names()
     for name in learner_names():

@@ -80,7 +80,11 @@ def test_good_method_options_keep_defaults_and_take_json_lists():
         ("eval_every", -1, "eval_every: Input should be greater than or equal to 0"),
         ("eval_episodes", -1, "eval_episodes: Input should be greater than or equal to 0"),
         ("log_every", 0, "log_every: Input should be greater than or equal to 1"),
-        ("method", "ppo", "unknown method 'ppo'; choose one of bc, deas, flow_bc, fql, gciql, iql, pixel_bc"),
+        (
+            "method",
+            "ppo",
+            "unknown method 'ppo'; choose one of act, bc, deas, diffusion_policy, flow_bc, fql, gciql, iql, pixel_bc",
+        ),
         ("steps", "many", "steps: Input should be a valid integer"),
         ("learning_rate", 1e-3, "learning_rate: Unexpected keyword argument"),
     ],

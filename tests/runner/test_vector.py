@@ -310,3 +310,33 @@ def test_run_and_eval_commands_step_vector_environments(chunk_actor, tmp_path, c
     assert vector_eval["mean_return"] == pytest.approx(serial_eval["mean_return"], abs=1e-3)
     assert main(["run", *common, "--num-envs", "2", "--video", str(tmp_path / "v.mp4")]) == 2
     assert "--num-envs 1" in capsys.readouterr().err
+
+
+class HistoryPolicy:
+    """A stateful chunk policy: chunks of 3 actions toward the goal from the mean of every state seen since
+    ``reset`` (those it acted on and those the runner passed to ``observe``)."""
+
+    stateful = True
+    execute_steps = 3
+
+    def reset(self, seed: int | None = None) -> None:
+        self.states: list[np.ndarray] = []
+
+    def observe(self, obs) -> None:
+        self.states.append(np.asarray(obs["state"], dtype=np.float32))
+
+    def act(self, obs) -> np.ndarray:
+        self.observe(obs)
+        seen = np.mean(self.states, axis=0)
+        step = np.clip(0.5 * (np.asarray(obs["goal"]) - seen), -1, 1).astype(np.float32)
+        return np.stack([step, 0.8 * step, 0.6 * step])
+
+
+def test_a_stateful_policy_runs_one_copy_per_environment_and_observes_every_step():
+    reference, captured = serial(MAZE, HistoryPolicy(), 60)
+    vector = run_vector_episodes(
+        MAZE, [HistoryPolicy() for _ in range(3)], SEEDS, num_envs=3, max_steps=60, keep_episodes=True
+    )
+    assert_same_episodes(vector, reference, captured, exact=True)  # observe() saw the same steps
+    with pytest.raises(PolicyError, match="remembers earlier steps.*one policy per environment"):
+        run_vector_episodes(MAZE, HistoryPolicy(), SEEDS, num_envs=3, max_steps=60)
