@@ -22,6 +22,7 @@ from embodia.core.extras import missing_extra
 #: the modules that contribute commands, in the order ``embodia --help`` lists them
 COMMAND_MODULES = (
     "embodia.cli.envs",  # envs, run, info, replay, demo
+    "embodia.cli.teleop",  # teleop (keyboard / SpaceMouse demonstrations into a store)
     "embodia.cli.data",  # data generate | import | export | import-mcap
     "embodia.cli.view",  # view (trajectory stores in Rerun)
     "embodia.cli.learning",  # train, eval, bench

@@ -10,8 +10,11 @@ model API around a robosuite robot (Panda by default) driven by robosuite's OSC 
 - :mod:`~embodia.envs.kitchen.fixtures`: the MJCF templates filled from a layout;
 - :mod:`~embodia.envs.kitchen.scene`: the robosuite environment built from a layout;
 - :mod:`~embodia.envs.kitchen.task`: the task interface; :mod:`~embodia.envs.kitchen.sink_tasks`,
-  :mod:`~embodia.envs.kitchen.cabinet_tasks`, :mod:`~embodia.envs.kitchen.microwave_tasks`: the atomic
-  tasks (each registered next to its class);
+  :mod:`~embodia.envs.kitchen.cabinet_tasks`, :mod:`~embodia.envs.kitchen.microwave_tasks`,
+  :mod:`~embodia.envs.kitchen.stove_tasks` (a four-burner cooktop with knobs),
+  :mod:`~embodia.envs.kitchen.door_tasks` (the wall cabinet's single door or pair),
+  :mod:`~embodia.envs.kitchen.coffee_tasks` (a coffee machine and a mug), :mod:`~embodia.envs.kitchen.microwave_pnp_tasks`
+  (objects into and out of the microwave): the atomic tasks (each registered next to its class);
 - :mod:`~embodia.envs.kitchen.env`: the gymnasium environment (embodia's contract);
 - :mod:`~embodia.envs.kitchen.expert`: scripted experts made of motion primitives.
 """
@@ -22,7 +25,15 @@ from typing import Any
 
 # importing the task modules registers the kitchen ids (they need numpy only: robosuite and MuJoCo load
 # when an environment is made)
-from embodia.envs.kitchen import cabinet_tasks, microwave_tasks, sink_tasks  # noqa: F401
+from embodia.envs.kitchen import (  # noqa: F401
+    cabinet_tasks,
+    coffee_tasks,
+    door_tasks,
+    microwave_pnp_tasks,
+    microwave_tasks,
+    sink_tasks,
+    stove_tasks,
+)
 from embodia.envs.kitchen.task import TASKS
 
 __all__ = ["TASKS", "KitchenEnv", "decode_instruction", "encode_instruction"]

@@ -183,6 +183,7 @@ class CloseCabinetDoor(KitchenTask):
     description = "close the open wall-cabinet door"
 
     def place_robot(self, layout: KitchenLayout, rng: np.random.Generator) -> None:
+        layout.cabinet_doors = 1  # the single-door wall cabinet
         s = layout.hinge_sign
         center = layout.module_centers[layout.cabinet_module] + layout.cabinet_offset
         hinge_y = center - s * layout.cabinet_width / 2
@@ -218,7 +219,7 @@ class CloseCabinetDoor(KitchenTask):
         layout = scene.layout
         s = layout.hinge_sign
         radius = 0.5 * layout.cabinet_width
-        push_z = layout.counter_height + layout.cabinet_gap + 0.06  # low on the door: the handle is high
+        push_z = layout.counter_height + layout.cabinet_gap + 0.55 * layout.cabinet_height  # above the handle
 
         def point(angle: float, offset: float, z: float) -> np.ndarray:
             """On the outer side of the door at ``angle``, ``offset`` from its hinge plane."""

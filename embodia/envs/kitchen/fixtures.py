@@ -48,6 +48,10 @@ BUTTON_TRAVEL = 0.009
 """How far the microwave button can be pressed in."""
 LEVER_LENGTH = 0.1
 """Length of the faucet lever from its pivot to its tip."""
+SPOUT_LENGTH = 0.17
+"""Reach of the faucet's swivel spout from the column's axis to the nozzle."""
+SPOUT_HEIGHT = 0.17
+"""Height of the spout's axis above the countertop."""
 
 _ASSETS = resources.files("embodia") / "sim_assets" / "kitchen"
 
@@ -158,9 +162,14 @@ def sink_module(name: str, width: float, y: float, layout: KitchenLayout) -> Tem
         "basin_site": _f(((bx0 + bx1) / 2, 0, height)),
         "column_pos": _f((fx, 0, height + 0.115)),
         "column_size": _f((0.018, 0.115)),
-        "spout_fromto": _f((fx, 0, height + 0.17, fx - 0.17, 0, height + 0.17)),
-        "nozzle_pos": _f((fx - 0.17, 0, height + 0.155)),
-        "water_fromto": _f((fx - 0.17, 0, height + 0.14, fx - 0.17, 0, floor + 0.002)),
+        # the swivel spout: a body turning about the column's axis (positions below in its frame)
+        "spout_pos": _f((fx, 0, height + SPOUT_HEIGHT)),
+        "spout_fromto": _f((0, 0, 0, -SPOUT_LENGTH, 0, 0)),
+        "nozzle_pos": _f((-SPOUT_LENGTH, 0, -0.015)),
+        "water_fromto": _f(
+            (-SPOUT_LENGTH, 0, -0.03, -SPOUT_LENGTH, 0, floor + 0.002 - height - SPOUT_HEIGHT)
+        ),
+        "spout_tip": _f((-SPOUT_LENGTH, 0, 0)),
         "lever_pos": _f((fx, 0, height + 0.245)),
         "arm_pos": _f((-LEVER_LENGTH / 2 - 0.005, 0, 0)),
         "arm_size": _f((LEVER_LENGTH / 2, 0.008, 0.007)),
@@ -205,12 +214,92 @@ def drawer_module(name: str, width: float, y: float, layout: KitchenLayout) -> T
     return TemplateFixture("drawer.xml", name, fields, (0, y, 0))
 
 
+#: cooktop burner centres in the stove module's frame: (x from the cabinet front, y; +y is the robot's left)
+BURNER_POSITIONS = {
+    "front_left": (0.2, 0.15),
+    "front_right": (0.2, -0.15),
+    "rear_left": (0.41, 0.15),
+    "rear_right": (0.41, -0.15),
+}
+#: stove knob centres on the countertop's front strip, left to right as seen by the robot (x, y)
+KNOB_POSITIONS = {
+    "rear_left": (0.045, 0.2),
+    "front_left": (0.045, 0.08),
+    "front_right": (0.045, -0.08),
+    "rear_right": (0.045, -0.2),
+}
+COOKTOP_THICKNESS = 0.006
+"""How far the glass cooktop stands proud of the countertop."""
+BURNER_RADIUS = 0.075
+"""Radius of a burner's ring (its flame is a little smaller)."""
+KNOB_FIN_HEIGHT = 0.028
+"""Height of a stove knob fin's centre above the countertop (where fingers pinch it)."""
+
+
+def stove_module(name: str, width: float, y: float, layout: KitchenLayout) -> TemplateFixture:
+    """A base cabinet with a four-burner glass cooktop and a rotary knob per burner on the front strip."""
+    w2, depth, height = width / 2, layout.counter_depth, layout.counter_height
+    below_top = height - TOP_THICKNESS
+    pull_z = below_top - 0.07
+    glass = height + COOKTOP_THICKNESS
+    fields = {
+        **_style(layout),
+        **_base_cabinet(width, layout, below_top),
+        **_box("door", (-0.012, -w2 + 0.004, KICK_HEIGHT + 0.02), (0, w2 - 0.004, below_top - 0.015)),
+        "pull_fromto": _f((-0.022, -0.06, pull_z, -0.022, 0.06, pull_z)),
+        **_box("cooktop", (0.1, -0.29, height), (depth - 0.06, 0.29, glass)),
+        "ring_size": _f((BURNER_RADIUS, 0.0005)),
+        "flame_size": _f((BURNER_RADIUS - 0.006, 0.0005)),
+        "center_size": _f((BURNER_RADIUS - 0.028, 0.0005)),
+        "knob_damping": "0.01",
+        "knob_friction": "0.015",
+        "knob_base_pos": _f((0, 0, 0.008)),
+        "knob_base_size": _f((0.02, 0.008)),
+        "knob_fin_pos": _f((0, 0, KNOB_FIN_HEIGHT)),
+        "knob_fin_size": _f((0.022, 0.005, 0.012)),
+        "knob_mark_pos": _f((-0.017, 0, KNOB_FIN_HEIGHT + 0.0125)),
+        "knob_mark_size": _f((0.004, 0.0052, 0.0006)),
+    }
+    for burner, (bx, by) in BURNER_POSITIONS.items():
+        fields[f"burner_{burner}_ring"] = _f((bx, by, glass + 0.0006))
+        fields[f"burner_{burner}_flame"] = _f((bx, by, glass + 0.0012))
+        fields[f"burner_{burner}_center"] = _f((bx, by, glass + 0.0018))
+        fields[f"burner_{burner}_site"] = _f((bx, by, glass))
+    for burner, (kx, ky) in KNOB_POSITIONS.items():
+        fields[f"knob_{burner}_pos"] = _f((kx, ky, height))
+    return TemplateFixture("stove.xml", name, fields, (0, y, 0))
+
+
+def _cabinet_door(prefix: str, sign: float, width: float, hc: float, y_hinge: float) -> dict[str, str]:
+    """Template fields of one wall-cabinet door: hinged at local ``y_hinge``, ``width`` wide, opening
+    toward the room; ``sign`` +1 hinges it on its -y edge (the panel extends toward +y), -1 on its +y edge.
+    Its handle is a horizontal bar near the free edge and low on the door (like the handles of RoboCasa's
+    wall cabinets: within the arm's easy reach, and a hand pushing the door's upper half never meets it),
+    standing 8 cm proud of the panel on two posts: room for fingers hooked behind it."""
+    s = sign
+    y0, y1 = s * (width - 0.15), s * (width - 0.03)  # the bar's ends, measured from the hinge
+    handle_z = -hc / 2 + 0.09
+    return {
+        f"{prefix}door_body_pos": _f((-0.003, y_hinge, hc / 2)),
+        f"{prefix}hinge_sign": f"{s:.0f}",
+        **_box(
+            f"{prefix}panel",
+            (-0.02, min(s * 0.002, s * (width - 0.002)), -hc / 2 + 0.003),
+            (0, max(s * 0.002, s * (width - 0.002)), hc / 2 - 0.003),
+        ),
+        f"{prefix}handle_fromto": _f((-0.1, y0, handle_z, -0.1, y1, handle_z)),
+        f"{prefix}post_a_pos": _f((-0.056, y0 + s * 0.007, handle_z)),
+        f"{prefix}post_b_pos": _f((-0.056, y1 - s * 0.007, handle_z)),
+        f"{prefix}handle_site": _f((-0.1, (y0 + y1) / 2, handle_z)),
+    }
+
+
 def wall_cabinet(name: str, y: float, layout: KitchenLayout) -> TemplateFixture:
-    """A wall cabinet with one door hinged on the side given by ``layout.hinge_sign``."""
+    """A wall cabinet with a shelf at half height and ``layout.cabinet_doors`` doors: one hinged on the side
+    given by ``layout.hinge_sign`` (``hinge_cabinet.xml``), or a pair hinged on the outer edges
+    (``double_door_cabinet.xml``). Its ``interior`` site marks the middle of the cabinet floor's top."""
     w, hc, t, s = layout.cabinet_width, layout.cabinet_height, 0.018, layout.hinge_sign
     w2, dc = w / 2, CABINET_DEPTH
-    handle_y = s * (w - 0.05)
-    handle_z = hc / 4  # upper half: a hand pushing low on the door never meets it
     fields = {
         "cabinet_rgba": _rgba(CABINET_COLORS[layout.cabinet_color]),
         **_box("top", (0, -w2, hc - t), (dc, w2, hc)),
@@ -219,59 +308,96 @@ def wall_cabinet(name: str, y: float, layout: KitchenLayout) -> TemplateFixture:
         **_box("right", (0, -w2, t), (dc, -w2 + t, hc - t)),
         **_box("back", (dc - t, -w2 + t, t), (dc, w2 - t, hc - t)),
         **_box("shelf", (t, -w2 + t, hc / 2 - t / 2), (dc - t, w2 - t, hc / 2 + t / 2)),
-        "door_body_pos": _f((-0.003, -s * w2, hc / 2)),
-        "hinge_sign": f"{s:.0f}",
-        **_box(
-            "panel",
-            (-0.02, min(s * 0.002, s * (w - 0.002)), -hc / 2 + 0.003),
-            (0, max(s * 0.002, s * (w - 0.002)), hc / 2 - 0.003),
-        ),
-        "handle_fromto": _f((-0.055, handle_y, handle_z - 0.06, -0.055, handle_y, handle_z + 0.06)),
-        "post_top_pos": _f((-0.0335, handle_y, handle_z + 0.045)),
-        "post_bottom_pos": _f((-0.0335, handle_y, handle_z - 0.045)),
-        "post_size": _f((0.0135, 0.005, 0.005)),
-        "handle_site": _f((-0.055, handle_y, handle_z)),
+        "post_size": _f((0.036, 0.005, 0.006)),
+        "interior_site": _f((dc / 2, 0, t)),
     }
+    if layout.cabinet_doors == 2:  # the right door (-y) hinges on its -y edge, the left one on its +y edge
+        fields.update(_cabinet_door("right_", 1.0, w2, hc, -w2))
+        fields.update(_cabinet_door("left_", -1.0, w2, hc, w2))
+        template = "double_door_cabinet.xml"
+    else:
+        fields.update(_cabinet_door("", s, w, hc, -s * w2))
+        template = "hinge_cabinet.xml"
     pos = (layout.counter_depth - dc, y, layout.counter_height + layout.cabinet_gap)
-    return TemplateFixture("hinge_cabinet.xml", name, fields, pos)
+    return TemplateFixture(template, name, fields, pos)
 
 
 _SHELL_COLORS = ((0.75, 0.76, 0.78), (0.14, 0.14, 0.15), (0.92, 0.92, 0.92))
 
 
+MICROWAVE_FRONT = 0.1
+"""Distance of the microwave's door from the cabinet fronts: forward enough for an arm to reach onto its plate."""
+MICROWAVE_PANEL_WIDTH = 0.13
+"""Width of the control panel (right of the door, seen from the room)."""
+MICROWAVE_DOOR_THICKNESS = 0.02
+"""Thickness of the microwave door (the chamber starts behind it)."""
+MICROWAVE_DOOR_RANGE = 1.75
+"""How far the microwave door opens (rad); RoboCasa's "open" is 90 % of a quarter turn."""
+
+
 def microwave(name: str, y: float, layout: KitchenLayout) -> TemplateFixture:
-    """A countertop microwave with a spring-loaded start button on its control panel."""
+    """A countertop microwave (RoboCasa's): a chamber with a turntable plate, a door hinged on its left
+    edge (+y, seen from the room) with a handle bar on its free edge, and a control panel on the right with
+    spring-loaded start (upper) and stop (lower) buttons. It stands ``MICROWAVE_FRONT`` behind the cabinet
+    fronts."""
     wm, hm, dm = layout.microwave_width, layout.microwave_height, MICROWAVE_DEPTH
-    w2, pw, front = wm / 2, 0.13, 0.012
-    yb, zb = -w2 + pw / 2, 0.3 * hm  # button centre
-    hy, hz = 0.02, 0.014  # half size of the hole around the button
+    w2, pw, front = wm / 2, MICROWAVE_PANEL_WIDTH, MICROWAVE_DOOR_THICKNESS
+    wall, floor, ceiling = 0.015, 0.03, 0.02  # chamber wall, floor and ceiling thickness
+    yb, z_start, z_stop = -w2 + pw / 2, 0.5 * hm, 0.25 * hm  # button centres
+    hy, hz = 0.02, 0.014  # half size of the hole around each button
+    door_width = wm - pw
+    chamber_x = (front, dm - wall)
+    chamber_y = (-w2 + pw + wall, w2 - wall)
+    cx, cy = sum(chamber_x) / 2, sum(chamber_y) / 2
+    plate_radius = min(0.13, min(chamber_x[1] - chamber_x[0], chamber_y[1] - chamber_y[0]) / 2 - 0.015)
+    yh, xh = -door_width + 0.07, -front - 0.04  # handle bar, in the door's frame (origin at the hinge)
     fields = {
         "shell_rgba": _rgba(_SHELL_COLORS[layout.cabinet_color % len(_SHELL_COLORS)]),
-        **_box("shell", (front, -w2, 0), (dm, w2, hm)),
-        **_box("door", (0, -w2 + pw, 0), (front, w2, hm)),
-        **_box("window", (-0.002, -w2 + pw + 0.05, 0.05), (0.0005, w2 - 0.04, hm - 0.05)),
-        "door_handle_fromto": _f((-0.02, -w2 + pw + 0.025, 0.06, -0.02, -w2 + pw + 0.025, hm - 0.06)),
-        **_box("panel_top", (0, -w2, zb + hz), (front, -w2 + pw, hm)),
-        **_box("panel_bottom", (0, -w2, 0), (front, -w2 + pw, zb - hz)),
-        **_box("panel_left", (0, yb + hy, zb - hz), (front, -w2 + pw, zb + hz)),
-        **_box("panel_right", (0, -w2, zb - hz), (front, yb - hy, zb + hz)),
-        **_box("display", (-0.002, yb - 0.04, 0.7 * hm - 0.025), (0.0005, yb + 0.04, 0.7 * hm + 0.025)),
-        "status_pos": _f((-0.004, yb, zb + 0.045)),
-        "button_pos": _f((0, yb, zb)),
+        **_box("floor", (front, -w2 + pw, 0), (dm, w2, floor)),
+        **_box("ceiling", (front, -w2 + pw, hm - ceiling), (dm, w2, hm)),
+        **_box("side", (front, w2 - wall, floor), (dm, w2, hm - ceiling)),
+        **_box("divider", (front, -w2 + pw, floor), (dm, -w2 + pw + wall, hm - ceiling)),
+        **_box("back", (dm - wall, chamber_y[0], floor), (dm, chamber_y[1], hm - ceiling)),
+        **_box("block", (front, -w2, 0), (dm, -w2 + pw, hm)),
+        "plate_pos": _f((cx, cy, floor + 0.004)),
+        "plate_size": _f((plate_radius, 0.004)),
+        "plate_site": _f((cx, cy, floor + 0.008)),
+        **_box("panel_top", (0, -w2, z_start + hz), (front, -w2 + pw, hm)),
+        **_box("panel_middle", (0, -w2, z_stop + hz), (front, -w2 + pw, z_start - hz)),
+        **_box("panel_bottom", (0, -w2, 0), (front, -w2 + pw, z_stop - hz)),
+        **_box("panel_left", (0, yb + hy, z_stop - hz), (front, -w2 + pw, z_start + hz)),
+        **_box("panel_right", (0, -w2, z_stop - hz), (front, yb - hy, z_start + hz)),
+        **_box("display", (-0.002, yb - 0.04, 0.8 * hm - 0.02), (0.0005, yb + 0.04, 0.8 * hm + 0.02)),
+        "status_pos": _f((-0.004, yb, z_start + 0.04)),
+        "button_pos": _f((0, yb, z_start)),
+        "stop_button_pos": _f((0, yb, z_stop)),
         "button_travel": f"{BUTTON_TRAVEL:.4f}",
-        # a long push button: 2.5 cm proud of the panel, so fingers reach it before the hand meets the panel
+        # long push buttons: 2.5 cm proud of the panel, so fingers reach them before the hand meets the panel
         "button_geom_pos": _f((-0.0115, 0, 0)),
         "button_size": _f((0.0135, hy - 0.003, hz - 0.003)),
         "button_site": _f((-0.025, 0, 0)),
+        "door_body_pos": _f((front, w2, 0)),
+        "door_range": f"{MICROWAVE_DOOR_RANGE:.4f}",
+        **_box("door", (-front, -door_width + 0.003, 0.003), (-0.003, -0.003, hm - 0.003)),
+        **_box("window", (-front - 0.001, -door_width + 0.07, 0.05), (-front + 0.0005, -0.04, hm - 0.05)),
+        # the bar runs free above its top post: fingers pointing down grip it there
+        "handle_fromto": _f((xh, yh, 0.05, xh, yh, hm - 0.025)),
+        "post_top_pos": _f((-front - 0.02, yh, hm - 0.11)),
+        "post_bottom_pos": _f((-front - 0.02, yh, 0.08)),
+        "post_size": _f((0.02, 0.006, 0.006)),
+        "handle_site": _f((xh, yh, hm - 0.04)),
+        "hinge_site": _f((0, 0, hm / 2)),
     }
-    pos = (layout.counter_depth - dm - 0.02, y, layout.counter_height)
+    pos = (MICROWAVE_FRONT, y, layout.counter_height)
     return TemplateFixture("microwave.xml", name, fields, pos)
 
 
 def build_fixtures(layout: KitchenLayout) -> list[TemplateFixture]:
-    """Every fixture of ``layout``: the counter modules, the wall cabinet and the microwave.
+    """Every fixture of ``layout``: the counter modules, the wall cabinet, the microwave and the coffee
+    machine.
 
-    Names: ``counter<i>`` for plain counters, ``sink``, ``drawer``, ``cabinet``, ``microwave``.
+    Names: ``counter<i>`` for plain counters, ``sink``, ``drawer``, ``stove``, ``cabinet``, ``microwave``,
+    ``coffee_machine``.
     """
     centers = layout.module_centers
     fixtures: list[TemplateFixture] = []
@@ -280,10 +406,15 @@ def build_fixtures(layout: KitchenLayout) -> list[TemplateFixture]:
             fixtures.append(sink_module("sink", width, y, layout))
         elif kind == "drawer":
             fixtures.append(drawer_module("drawer", width, y, layout))
+        elif kind == "stove":
+            fixtures.append(stove_module("stove", width, y, layout))
         else:
             fixtures.append(counter_module(f"counter{i}", width, y, layout))
     fixtures.append(wall_cabinet("cabinet", centers[layout.cabinet_module] + layout.cabinet_offset, layout))
     fixtures.append(microwave("microwave", centers[layout.microwave_module], layout))
+    from embodia.envs.kitchen.coffee_fixtures import coffee_machine  # (it builds on this module)
+
+    fixtures.append(coffee_machine("coffee_machine", layout))
     return fixtures
 
 

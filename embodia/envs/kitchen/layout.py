@@ -19,9 +19,9 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 #: module kinds of the counter run, in the order of their codes
-MODULE_KINDS = ("counter", "sink", "drawer")
+MODULE_KINDS = ("counter", "sink", "drawer", "stove")
 #: every layout has these modules, in a seeded order
-_MODULE_SET = ("counter", "counter", "counter", "sink", "drawer")
+_MODULE_SET = ("counter", "counter", "counter", "counter", "sink", "drawer", "stove")
 N_MODULES = len(_MODULE_SET)
 
 #: cabinet colours (RGB): white, sage, navy, walnut, light grey, oak
@@ -49,8 +49,12 @@ FLOOR_COLORS = (
     ((0.7, 0.68, 0.64), (0.62, 0.6, 0.56)),
 )
 #: graspable objects (robosuite's object models) and their names in instructions
-OBJECT_KINDS = ("can", "lemon", "bread", "milk")
-OBJECT_NAMES = {"can": "can", "lemon": "lemon", "bread": "bread roll", "milk": "milk carton"}
+OBJECT_KINDS = ("can", "lemon", "bread", "milk", "mug")
+OBJECT_NAMES = {"can": "can", "lemon": "lemon", "bread": "bread roll", "milk": "milk carton", "mug": "mug"}
+#: how many of OBJECT_KINDS (the first ones) a layout draws; the others (the mug) only a task fixes
+N_DRAWN_OBJECTS = 4
+#: the stove's burners (RoboCasa's names; "left" is the robot's left, +y)
+BURNERS = ("front_left", "front_right", "rear_left", "rear_right")
 
 
 @dataclass
@@ -78,9 +82,10 @@ class KitchenLayout:
     microwave_width: float
     """Microwave width along y."""
     microwave_height: float
-    """Microwave height."""
+    """Microwave height (its chamber is 5 cm less; below the wall cabinet's lowest gap)."""
     cabinet_module: int
-    """Index of the module under the wall cabinet (never the sink: the faucet needs the space above)."""
+    """Index of the module under the wall cabinet (never the sink: the faucet needs the space above; never
+    the stove: hands carry objects over its rear burners)."""
     cabinet_offset: float
     """Offset of the wall cabinet's centre from its module's centre, along y."""
     cabinet_width: float
@@ -105,6 +110,28 @@ class KitchenLayout:
     """Robot base position along x (negative: in front of the counter)."""
     robot_y: float
     """Robot base position along y."""
+    # --- stove ---
+    stove_burner: int
+    """Index into BURNERS: the burner (and its knob) that the stove tasks name."""
+    # --- coffee machine ---
+    coffee_module: int
+    """Index of the plain counter the coffee machine stands on (never the microwave's, never one next to
+    the sink; not next to the stove where the layout allows)."""
+    coffee_side: float
+    """+1: the coffee machine stands at the +y end of its counter; -1: at the -y end (the other end is free
+    for a mug)."""
+    coffee_width: float
+    """Coffee machine width along y."""
+    coffee_height: float
+    """Coffee machine height (below the lowest wall cabinet)."""
+    # --- cabinets and sink spout ---
+    cabinet_doors: int
+    """Doors of the wall cabinet: 1 (one door hinged on the side ``hinge_sign`` gives) or 2 (a pair hinged
+    on the cabinet's outer edges); 1 unless a task asks for the pair (the pair adds a joint, and the states
+    of one environment id must keep one size)."""
+    spout_turn: float
+    """Which way TurnSinkSpout asks the faucet's swivel spout to turn: -1 to the robot's left (+y), +1 to
+    its right (RoboCasa draws "left" or "right")."""
 
     # ------------------------------------------------------------------ derived geometry
     @property
@@ -167,6 +194,9 @@ _INT_FIELDS = {
         "wall_color",
         "floor_color",
         "object_kind",
+        "stove_burner",
+        "coffee_module",
+        "cabinet_doors",
     )
 }
 
@@ -176,19 +206,45 @@ def layout_size() -> int:
     return len(fields(KitchenLayout)) - 2 + 2 * N_MODULES
 
 
+def _coffee_module(order: list[int], microwave_module: int, rng: np.random.Generator) -> int:
+    """A plain counter for the coffee machine: not the microwave's, not next to the sink (its neighbours
+    are free for objects), and not next to the stove where another counter is left."""
+    kinds = [MODULE_KINDS[code] for code in order]
+
+    def next_to(i: int, kind: str) -> bool:
+        return any(0 <= j < len(kinds) and kinds[j] == kind for j in (i - 1, i + 1))
+
+    counters = [i for i, kind in enumerate(kinds) if kind == "counter" and i != microwave_module]
+    allowed = [i for i in counters if not next_to(i, "sink")]
+    preferred = [i for i in allowed if not next_to(i, "stove")]
+    return int(rng.choice(preferred or allowed))
+
+
 def sample_kitchen(rng: np.random.Generator) -> KitchenLayout:
     """Draw a kitchen (without the robot position, which the task chooses: ``robot_x = robot_y = 0``).
 
-    The module order is a random permutation of three plain counters, a sink and a drawer unit; the
+    The module order is a random permutation of four plain counters, a sink and a drawer unit; the
     microwave stands on a plain counter that is not next to the sink (so the counter beside the sink is
-    free for objects), and the wall cabinet hangs over any module but the sink.
+    free for objects), and the wall cabinet hangs over any module but the sink (and the stove). The stove
+    stands beside the drawer unit on its side away from the sink.
+    The coffee machine stands at one end of another plain counter (see ``_coffee_module``).
     """
-    order = [MODULE_KINDS.index(kind) for kind in _MODULE_SET]
+    order = [MODULE_KINDS.index(kind) for kind in _MODULE_SET if kind != "stove"]
     rng.shuffle(order)
+    # the stove stands beside the drawer unit, on its side away from the sink: the drawer's countertop is
+    # free for the stove tasks' objects and the sink's neighbours stay free for the sink tasks
+    drawer, sink_code = order.index(MODULE_KINDS.index("drawer")), MODULE_KINDS.index("sink")
+    stove_slots = [i for i in (drawer, drawer + 1) if sink_code not in order[max(i - 1, 0) : i + 1]]
+    order.insert(int(rng.choice(stove_slots)), MODULE_KINDS.index("stove"))
     widths = []
     for code in order:
         kind = MODULE_KINDS[code]
-        low, high = {"counter": (0.55, 0.7), "sink": (0.72, 0.8), "drawer": (0.5, 0.6)}[kind]
+        low, high = {
+            "counter": (0.55, 0.7),
+            "sink": (0.72, 0.8),
+            "drawer": (0.5, 0.6),
+            "stove": (0.74, 0.8),
+        }[kind]
         widths.append(float(rng.uniform(low, high)))
     sink = order.index(MODULE_KINDS.index("sink"))
     counters = [i for i, code in enumerate(order) if MODULE_KINDS[code] == "counter"]
@@ -205,8 +261,10 @@ def sample_kitchen(rng: np.random.Generator) -> KitchenLayout:
         drawer_travel=float(rng.uniform(0.24, 0.27)),
         microwave_module=microwave_module,
         microwave_width=float(rng.uniform(0.46, 0.52)),
-        microwave_height=float(rng.uniform(0.26, 0.3)),
-        cabinet_module=int(rng.choice([i for i in range(N_MODULES) if i != sink])),
+        microwave_height=float(rng.uniform(0.32, 0.36)),  # tall enough for a wrist at its door
+        cabinet_module=int(
+            rng.choice([i for i in range(N_MODULES) if MODULE_KINDS[order[i]] not in ("sink", "stove")])
+        ),
         cabinet_offset=float(rng.uniform(-0.05, 0.05)),
         cabinet_width=float(rng.uniform(0.36, 0.42)),
         cabinet_height=float(rng.uniform(0.42, 0.5)),
@@ -216,7 +274,16 @@ def sample_kitchen(rng: np.random.Generator) -> KitchenLayout:
         counter_color=int(rng.integers(len(COUNTER_COLORS))),
         wall_color=int(rng.integers(len(WALL_COLORS))),
         floor_color=int(rng.integers(len(FLOOR_COLORS))),
-        object_kind=int(rng.integers(len(OBJECT_KINDS))),
+        object_kind=int(rng.integers(N_DRAWN_OBJECTS)),
         robot_x=0.0,
         robot_y=0.0,
+        stove_burner=int(rng.integers(len(BURNERS))),
+        coffee_module=_coffee_module(order, microwave_module, rng),
+        coffee_side=float(rng.choice([-1.0, 1.0])),
+        coffee_width=float(rng.uniform(0.24, 0.27)),
+        coffee_height=float(rng.uniform(0.33, 0.36)),
+        # one door unless a task asks for the pair: a recorded store needs one state size per environment id
+        # (the draw stays so that a seed keeps drawing the kitchen it drew before)
+        cabinet_doors=1 + 0 * int(rng.integers(1, 3)),
+        spout_turn=float(rng.choice([-1.0, 1.0])),
     )

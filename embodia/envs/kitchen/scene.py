@@ -24,17 +24,26 @@ from robosuite.environments.manipulation.manipulation_env import ManipulationEnv
 from robosuite.models.objects import BreadObject, CanObject, LemonObject, MilkObject
 from robosuite.models.tasks import ManipulationTask
 
+from embodia.envs.kitchen.coffee_fixtures import MugObject
 from embodia.envs.kitchen.fixtures import KitchenArena, TemplateFixture, build_fixtures
-from embodia.envs.kitchen.layout import OBJECT_KINDS, KitchenLayout
+from embodia.envs.kitchen.layout import BURNERS, OBJECT_KINDS, KitchenLayout
 
 #: robosuite's single-arm manipulators (fixed mount, default gripper) that the kitchen supports
 #: (robosuite's Sawyer is left out: its head mesh does not compile with MuJoCo 3.8.1)
 SINGLE_ARM_ROBOTS = ("Panda", "UR5e", "IIWA", "Kinova3", "Jaco")
 
-_OBJECT_CLASSES = {"can": CanObject, "lemon": LemonObject, "bread": BreadObject, "milk": MilkObject}
+_OBJECT_CLASSES = {
+    "can": CanObject,
+    "lemon": LemonObject,
+    "bread": BreadObject,
+    "milk": MilkObject,
+    "mug": MugObject,  # embodia's (robosuite has no mug); only the coffee tasks fix it
+}
 
 #: articulated joints of the fixtures (model names)
 JOINTS = ("sink_lever", "drawer_slide", "cabinet_hinge", "microwave_button")
+JOINTS += tuple(f"stove_knob_{burner}" for burner in BURNERS)  # the stove's knobs
+JOINTS += ("microwave_stop_button", "microwave_door")  # the microwave's stop button and door hinge
 #: sites the tasks read (model names)
 SITES = (
     "sink_basin",
@@ -44,6 +53,15 @@ SITES = (
     "cabinet_hinge",
     "microwave_button",
 )
+SITES += tuple(f"stove_{part}_{burner}" for part in ("knob", "burner") for burner in BURNERS)  # stove
+JOINTS += ("coffee_machine_button",)  # the coffee machine's serve button
+SITES += ("coffee_machine_button", "coffee_machine_station")  # ... and its mug station (drip tray top)
+SITES += ("microwave_stop_button", "microwave_door_handle", "microwave_door_hinge", "microwave_plate")
+# the double-door wall cabinet's pair and the sink's swivel spout (a kitchen has either the single door's
+# joint or the pair's: names a model lacks are left out of the look-ups below)
+JOINTS += ("cabinet_left_hinge", "cabinet_right_hinge", "sink_spout")
+SITES += ("cabinet_left_handle", "cabinet_right_handle", "cabinet_left_hinge", "cabinet_right_hinge")
+SITES += ("sink_spout_tip", "cabinet_interior")
 
 
 @contextlib.contextmanager
@@ -121,9 +139,10 @@ class KitchenScene(ManipulationEnv):
         model = self.sim.model
         self.mj_model = model._model
         self.mj_data = self.sim.data._data
-        self.joint_qpos = {name: model.get_joint_qpos_addr(name) for name in JOINTS}
-        self.joint_qvel = {name: model.get_joint_qvel_addr(name) for name in JOINTS}
-        self.site_ids = {name: model.site_name2id(name) for name in SITES}
+        joints = [name for name in JOINTS if name in model.joint_names]  # e.g. one door or a pair
+        self.joint_qpos = {name: model.get_joint_qpos_addr(name) for name in joints}
+        self.joint_qvel = {name: model.get_joint_qvel_addr(name) for name in joints}
+        self.site_ids = {name: model.site_name2id(name) for name in SITES if name in model.site_names}
         self.object_body = model.body_name2id(self.object.root_body)
         self.object_qpos = model.get_joint_qpos_addr(self.object.joints[0])
         self.object_qvel = model.get_joint_qvel_addr(self.object.joints[0])

@@ -11,6 +11,12 @@ Success checks are geometric or read joint angles:
 - CloseCabinetDoor: hinge angle <= 0.08 rad;
 - TurnOnFaucet / TurnOffFaucet: |lever angle| >= 0.45 rad / <= 0.12 rad;
 - PressMicrowaveButton: the start button went in by >= 6 mm at some step (the microwave latches on).
+- TurnOn/TurnOffMicrowave, Open/CloseMicrowaveDoor, PnPCounterToMicrowave / PnPMicrowaveToCounter:
+  RoboCasa's checks (see ``microwave_tasks`` and ``microwave_pnp_tasks``).
+- TurnOnStove / TurnOffStove: the named burner's knob >= / < 0.35 rad (RoboCasa's threshold);
+- PnPCounterToStove / PnPStoveToCounter: the object rests (centre within 8 cm of the named burner's, on
+  the cooktop) / (on the countertop outside the stove module) and the gripper does not hold it
+  (``stove_tasks``).
 
 Positions in task observations are relative to the robot base (the base moves between layouts).
 """
@@ -21,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from embodia.envs.kitchen.layout import KitchenLayout
+from embodia.envs.kitchen.layout import BURNERS, KitchenLayout
 from embodia.envs.registration import register_env
 
 #: task name -> class
@@ -33,6 +39,8 @@ DOOR_CLOSED = 0.08
 FAUCET_ON = 0.45
 FAUCET_OFF = 0.12
 BUTTON_PRESSED = 0.006
+BURNER_ON = 0.35
+"""A stove knob at least this far from 0 (rad) turns its burner on (RoboCasa's threshold)."""
 
 
 class KitchenTask:
@@ -74,6 +82,9 @@ class KitchenTask:
         model.geom_rgba[model.geom("microwave_window").id] = (
             (0.55, 0.45, 0.15, 1) if on else (0.05, 0.06, 0.07, 1)
         )
+        for burner in BURNERS:  # the stove: a flame ring on each burner whose knob is on
+            lit = scene.joint(f"stove_knob_{burner}") >= BURNER_ON
+            model.geom_rgba[model.geom(f"stove_flame_{burner}").id, 3] = 0.9 if lit else 0.0
 
     def microwave_on(self, scene: Any) -> bool:
         return False
@@ -102,11 +113,11 @@ class KitchenTask:
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def park_object(scene: Any, rng: np.random.Generator) -> None:
-        """Put the object at the back of a plain counter without the microwave (out of the way)."""
+        """Put the object at the back of a plain counter without the microwave or the coffee machine (out
+        of the way)."""
         layout = scene.layout
-        free = [
-            i for i, kind in enumerate(layout.modules) if kind == "counter" and i != layout.microwave_module
-        ]
+        busy = (layout.microwave_module, layout.coffee_module)
+        free = [i for i, kind in enumerate(layout.modules) if kind == "counter" and i not in busy]
         i = free[int(rng.integers(len(free)))]
         y = layout.module_centers[i] + rng.uniform(-0.12, 0.12)
         place_object(scene, np.array([layout.counter_depth - 0.1, y]), rng.uniform(-np.pi, np.pi))
