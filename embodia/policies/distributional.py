@@ -27,6 +27,10 @@ class Support:
     bins: int = 101
     sigma_ratio: float = 0.75
 
+    def __post_init__(self) -> None:
+        if not self.v_max > self.v_min:
+            raise ValueError(f"a value support needs v_max > v_min, got [{self.v_min}, {self.v_max}]")
+
     @property
     def width(self) -> float:
         return (self.v_max - self.v_min) / self.bins
@@ -62,7 +66,12 @@ def cross_entropy(logits: torch.Tensor, target_probs: torch.Tensor) -> torch.Ten
 def value_range(
     r_min: float, r_max: float, horizon: int, gamma1: float, gamma2: float
 ) -> tuple[float, float]:
-    """Bounds of ``sum_k gamma1^k r + gamma2^H V`` at its fixed point, for rewards in ``[r_min, r_max]``."""
+    """Bounds of ``sum_k gamma1^k r + gamma2^H V`` at its fixed point, for rewards in ``[r_min, r_max]``.
+
+    Rewards that are all zero (demonstrations that never reach the reward) bound every value at 0; the
+    support then spans ``[-1, 1]`` instead of collapsing to a point, whose bins would have no width.
+    """
     chunk = sum(gamma1**k for k in range(horizon))
     scale = chunk / (1.0 - gamma2**horizon)
-    return min(0.0, r_min * scale), max(0.0, r_max * scale)
+    low, high = min(0.0, r_min * scale), max(0.0, r_max * scale)
+    return (-1.0, 1.0) if low == high else (low, high)

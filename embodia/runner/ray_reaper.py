@@ -34,7 +34,7 @@ KILL_AFTER = 5.0
 REFRESH = 0.5
 
 
-def _start_time(pid: int) -> int | None:
+def start_time(pid: int) -> int | None:
     """The process's start time (clock ticks since boot), or None when it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -60,7 +60,7 @@ def descendants(pid: int) -> dict[int, int]:
     found, stack = {}, list(children.get(pid, []))
     while stack:
         child = stack.pop()
-        start = _start_time(child)
+        start = start_time(child)
         if start is not None:
             found[child] = start
             stack += children.get(child, [])
@@ -68,7 +68,7 @@ def descendants(pid: int) -> dict[int, int]:
 
 
 def _alive(noted: dict[int, int]) -> list[int]:
-    return [pid for pid, start in noted.items() if _start_time(pid) == start]
+    return [pid for pid, start in noted.items() if start_time(pid) == start]
 
 
 def reap(driver: int) -> int:
@@ -85,11 +85,17 @@ def reap(driver: int) -> int:
         if ready:  # the driver has ended
             break
     os.close(pidfd)
+    return terminate(noted)
+
+
+def terminate(noted: dict[int, int], kill_after: float = KILL_AFTER) -> int:
+    """SIGTERM each noted process still running (pid -> start time, so a reused pid is left alone), then
+    SIGKILL those still running ``kill_after`` seconds later. Returns how many were running."""
     left = _alive(noted)
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + KILL_AFTER
+    deadline = time.monotonic() + kill_after
     while _alive(noted) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pid in _alive(noted):

@@ -101,3 +101,18 @@ def test_iql_nstep_values_approach_monte_carlo_returns():
     estimate = learner.value(obs).squeeze(-1).detach().numpy()
     truth = np.array([-sum(0.9**k for k in range(length - t)) for t in range(length)])
     assert np.abs(estimate - truth).mean() < 0.02 * np.abs(truth).max()
+
+
+def test_deas_on_rewards_that_are_all_zero_stays_finite():
+    # a dataset without a single reward (every episode failed) once made the value support a point: NaN actions
+    arrays, ends, length = chain_dataset(episodes=4, length=12)
+    arrays["reward"] = np.zeros_like(arrays["reward"])
+    config = DEASConfig(horizon=4, bins=21, hidden=(32, 32))
+    sampler = WindowSampler(arrays, horizon=4, episode_ends=ends, seed=0)
+    normalizer = ObsNormalizer.fit(["state"], arrays)
+    learner = DEAS(config, normalizer, action_dim=1, reward_range=(0.0, 0.0), seed=0)
+    for _ in range(5):
+        losses = learner.update(to_torch(sampler.sample(16)))
+    assert all(np.isfinite(float(v)) for v in losses.values()), losses
+    obs = normalizer({"state": torch.as_tensor(arrays["state"][:length])})
+    assert torch.isfinite(learner.v_values(obs)).all()

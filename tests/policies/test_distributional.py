@@ -48,3 +48,10 @@ def test_value_range_is_the_fixed_point_bound():
     low, high = value_range(-1.0, 0.0, horizon=2, gamma1=0.5, gamma2=0.9)
     # per option: -(1 + 0.5) ; geometric over options with 0.9^2 = 0.81
     assert low == pytest.approx(-1.5 / (1 - 0.81)) and high == 0.0
+
+
+def test_rewards_that_are_all_zero_still_give_bins_of_some_width():
+    # demonstrations that never reach the reward (a kitchen store of failures): every value is 0
+    assert value_range(0.0, 0.0, horizon=4, gamma1=0.9, gamma2=0.999) == (-1.0, 1.0)
+    with pytest.raises(ValueError, match="v_max > v_min"):
+        Support(0.0, 0.0)

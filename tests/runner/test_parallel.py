@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import pytest
 import embodia
 from embodia.data.store import TrajectoryStore
 from embodia.runner.evaluate import evaluate_policy
-from embodia.runner.ray_reaper import descendants
+from embodia.runner.ray_reaper import descendants, start_time, terminate
 from tests.conftest import ROOT
 from tests.robot.robot_install import ROBOT_EMBODIA, robot_python
 
@@ -32,10 +34,32 @@ def _ray(*args: str, env: dict[str, str]) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
 
 
+def cluster_processes(temp_dir: Path) -> dict[int, int]:
+    """The processes of the cluster whose nodes keep their sessions in ``temp_dir`` (every node process names
+    it on its command line; the agents and workers below them do not), with their descendants:
+    pid -> start time."""
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if str(temp_dir).encode() in command:
+            start = start_time(int(entry.name))
+            if start is not None:
+                found[int(entry.name)] = start
+            found.update(descendants(int(entry.name)))
+    return found
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     node = ("--object-store-memory", "100000000", "--disable-usage-stats")
+    # a temp dir of its own (short: Ray's socket paths must fit 107 bytes) names this cluster's processes, so
+    # the teardown stops them and nothing else: `ray stop` would stop every Ray instance on the machine,
+    # another user's run included (a full-suite run took down a training queue's Ray that way)
+    temp_dir = Path(tempfile.mkdtemp(prefix="embodia-ray-"))
     _ray(
         "start",
         "--head",
@@ -45,15 +69,18 @@ def cluster(tmp_path_factory):
         str(PORT),
         "--include-dashboard",
         "false",
+        "--temp-dir",
+        str(temp_dir),
         *node,
         env=env,
     )
     try:
         for _ in range(2):
             _ray("start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1", *node, env=env)
-        yield {"address": f"127.0.0.1:{PORT}", "env": env}
+        yield {"address": f"127.0.0.1:{PORT}", "env": env, "temp_dir": temp_dir}
     finally:
-        subprocess.run([str(RAY), "stop", "--force"], capture_output=True, timeout=120, env=env)
+        terminate(cluster_processes(temp_dir), kill_after=10.0)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _embodia(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -171,6 +198,24 @@ def test_a_multi_node_cluster_runs_an_evaluation(cluster):
         "expert", "embodia/Nav-PointNav-v0", episodes=6, seeds=[0], seed_stride=1, metrics=("spl",)
     )
     assert [e["length"] for e in report["episode_stats"]] == [e.length for e in serial.episode_stats]
+
+
+def test_the_teardown_stops_this_cluster_and_no_other_ray(cluster):
+    # a bystander that looks like another Ray instance's raylet (its own temp dir): the teardown must not see it
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "raylet", "--temp-dir=/tmp/someone-elses-ray"]
+    )
+    try:
+        found = cluster_processes(cluster["temp_dir"])
+        commands = [
+            Path(f"/proc/{pid}/cmdline").read_bytes() for pid in found if Path(f"/proc/{pid}").exists()
+        ]
+        assert sum(b"/raylet/raylet\0" in c for c in commands) == 3  # the head and both worker nodes
+        assert sum(b"/gcs/gcs_server\0" in c for c in commands) == 1
+        assert bystander.pid not in found and os.getpid() not in found
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_a_killed_driver_leaves_the_cluster_it_was_given_running(cluster, tmp_path):
