@@ -1,0 +1,322 @@
+"""The field's imitation baselines side by side: BC, flow BC, ACT and Diffusion Policy (and DEAS where it applies).
+
+    python scripts/imitation_comparison.py [--quick] [--tasks Kitchen-PickPlaceCounterToSink Kitchen-OpenSingleDoor
+        AlohaTransferCube] [--methods bc flow_bc act diffusion_policy deas] [--seeds 0 1 2] [--demos 50]
+        [--steps 3000] [--eval-episodes 10] [--out runs/imitation] [--results PATH]
+
+For each task: record ``--demos`` scripted-expert demonstrations once (the kitchens: state observations with
+action noise 0.1; ALOHA: the top camera at ``--camera`` pixels and the joint positions, ACT's
+``inject_noise``-sized action noise 0.01), train every method on the same store for the same number of
+gradient steps with each training seed, and evaluate each policy on held-out episode seeds (new kitchens /
+new cube poses, seeds 10000+). Per method and task: success over all seeds' episodes with its 95 % Wilson
+interval, the per-seed rates, training time on this machine, and the time of one policy call in torch and,
+where the policy exports, through ONNX Runtime (median of ``LATENCY_CALLS`` calls on the task's first
+observation).
+
+Methods keep their papers' settings (ACT: chunk 100, temporal ensembling 0.01, KL weight 10, a 512-wide
+transformer; Diffusion Policy: T_p 16, T_o 2, T_a 8, DDIM with 8 steps), with one exception said in the table:
+camera tasks use embodia's small image encoders at ``--camera`` pixels where the papers use ImageNet ResNet-18s
+at 480 x 640. BC on a camera task is embodia's ``pixel_bc``; flow BC and DEAS take flat observations only,
+so they run on the kitchens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import embodia
+from embodia.core.results import Column, Table, default_results_path, interval, write_results
+from embodia.data.store import TrajectoryStore
+from embodia.policies.train import TrainConfig, train
+from embodia.runner import rollout
+from embodia.runner.evaluate import evaluate_policy, wilson_interval
+
+EVAL_SEED = 1  # episode seeds 10000 + i: kitchens / cube poses the demonstrations (seeds 0..N-1) never saw
+LATENCY_CALLS = 50
+METHODS = ("bc", "flow_bc", "act", "diffusion_policy", "deas")
+#: the ACT paper's Table 1 (Zhao et al., RSS 2023, arXiv 2304.13705): ACT's success on the simulated tasks,
+#: 50 demonstrations, scripted / human data, 480 x 640 images, 2000+ epochs on a GPU
+ACT_PAPER = {
+    "AlohaTransferCube": {"scripted": 0.90, "human": 0.50},
+    "AlohaInsertion": {"scripted": 0.50, "human": 0.20},
+}
+
+
+def is_camera_task(task: str) -> bool:
+    return task.startswith("Aloha")
+
+
+def env_kwargs(task: str, camera: int, max_steps: int | None = None) -> dict[str, Any]:
+    """The environment arguments of ``task``'s demonstrations and evaluations."""
+    kwargs: dict[str, Any] = {} if max_steps is None else {"max_episode_steps": max_steps}
+    if is_camera_task(task):
+        kwargs.update(cameras=("top",), camera_width=camera, camera_height=camera)
+    return kwargs
+
+
+#: ``--quick``: small networks (the smoke run checks the pipeline, not the papers' sizes)
+QUICK_OPTIONS = {
+    "act": {"d_model": 32, "heads": 2, "feedforward": 64, "encoder_layers": 1, "vae_layers": 1, "chunk": 8},
+    "diffusion_policy": {"down_dims": [16, 32, 64], "step_embed_dim": 16, "n_groups": 4},
+    "bc": {"hidden": [32, 32]},
+    "flow_bc": {"hidden": [32, 32]},
+    "deas": {"hidden": [32, 32]},
+}
+
+
+def method_options(
+    method: str, task: str, camera: int, quick: bool = False
+) -> tuple[str, dict[str, Any]] | None:
+    """(learner, its config) for ``method`` on ``task``, or None where the method does not apply."""
+    chosen = _method_options(method, task, camera)
+    if chosen is None or not quick:
+        return chosen
+    learner, options = chosen
+    extra = {k: v for k, v in QUICK_OPTIONS[method].items() if learner != "pixel_bc" or k != "hidden"}
+    return learner, {**options, **extra}
+
+
+def _method_options(method: str, task: str, camera: int) -> tuple[str, dict[str, Any]] | None:
+    if is_camera_task(task):
+        images = {"image_keys": ["top_rgb"], "state_keys": ["state"]}
+        return {
+            "bc": ("pixel_bc", {**images, "chunk": 4}),
+            "act": ("act", {**images, "image_size": camera}),
+            "diffusion_policy": ("diffusion_policy", images),
+        }.get(method)
+    return {
+        "bc": ("bc", {"chunk": 4}),
+        "flow_bc": ("flow_bc", {"chunk": 4}),
+        "act": ("act", {}),
+        "diffusion_policy": ("diffusion_policy", {}),
+        # the paper's settings, with sequences of 4 executed as chunks (FQL extraction, alpha 300)
+        "deas": ("deas", {"horizon": 4}),
+    }.get(method)
+
+
+def record_demos(task: str, episodes: int, path: Path, camera: int, max_steps: int | None) -> None:
+    env = embodia.make(f"embodia/{task}-v0", **env_kwargs(task, camera, max_steps))
+    try:
+        noise = 0.01 if is_camera_task(task) else 0.1
+        rollout(env, env.unwrapped.make_expert(noise=noise), episodes=episodes, seed=0, record=path)
+    finally:
+        env.close()
+
+
+def call_latency(
+    policy_dir: Path, observation: dict[str, Any], runtime: str, calls: int = LATENCY_CALLS
+) -> float | None:
+    """Median seconds of one ``act`` call (the policy reset first), or None when ``runtime`` cannot run it."""
+    from embodia.core.policy import PolicyError, load_policy
+
+    try:
+        policy = load_policy(policy_dir, runtime=runtime)
+    except PolicyError:
+        return None
+    if hasattr(policy, "reset"):
+        policy.reset()
+    for _ in range(3):
+        policy.act(observation)
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        policy.act(observation)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def onnx_latency(policy_dir: Path, observation: dict[str, Any], calls: int = LATENCY_CALLS) -> float | None:
+    """Export the policy to ONNX (checked against torch) and time it; None when the policy does not export."""
+    from embodia.core.policy import PolicyError
+    from embodia.policies.onnx_export import export_onnx
+
+    try:
+        export_onnx(policy_dir, atol=1e-3)
+    except PolicyError as error:
+        print(f"  no ONNX for {policy_dir.name}: {error}", file=sys.stderr)
+        return None
+    return call_latency(policy_dir / "policy", observation, "onnx", calls)
+
+
+def train_and_evaluate(task: str, method: str, seed: int, demos: Path, out: Path, args) -> dict[str, Any]:
+    learner, options = method_options(method, task, args.camera, args.quick)
+    run = out / f"{task}-{method}-seed{seed}"
+    started = time.perf_counter()
+    train(
+        TrainConfig(
+            method=learner,
+            dataset=str(demos),
+            out=str(run),
+            steps=args.steps,
+            batch_size=args.batch_size,
+            seed=seed,
+            eval_every=0,
+            eval_episodes=0,
+            log_every=max(1, args.steps // 10),
+            method_config=options,
+        )
+    )
+    seconds = time.perf_counter() - started
+    calls = 5 if args.quick else LATENCY_CALLS
+    kwargs = env_kwargs(task, args.camera, args.max_steps)
+    report = evaluate_policy(
+        run, f"embodia/{task}-v0", episodes=args.eval_episodes, seeds=[EVAL_SEED], env_kwargs=kwargs
+    )
+    env = embodia.make(f"embodia/{task}-v0", **kwargs)
+    try:
+        observation, _ = env.reset(seed=EVAL_SEED * 10_000)
+    finally:
+        env.close()
+    return {
+        "task": task,
+        "method": method,
+        "learner": learner,
+        "options": options,
+        "seed": seed,
+        "successes": report.successes,
+        "episodes": report.episodes,
+        "mean_length": report.mean_length,
+        "train_seconds": seconds,
+        "torch_call_seconds": call_latency(run / "policy", observation, "torch", calls),
+        "onnx_call_seconds": onnx_latency(run, observation, calls),
+    }
+
+
+def summarise(rows: list[dict[str, Any]], args) -> Table:
+    table = Table(
+        [
+            Column("task", "task"),
+            Column("method", "method"),
+            Column(
+                "success",
+                f"success, {len(args.seeds)} seeds x {args.eval_episodes} episodes [95 % interval]",
+                ".0%",
+            ),
+            Column("per_seed", "per seed"),
+            Column("train_minutes", f"training ({args.steps} steps), min per seed", ".1f"),
+            Column("torch_ms", "one call, torch (ms)", ".2f"),
+            Column("onnx_ms", "one call, ONNX Runtime (ms)", ".2f"),
+        ]
+    )
+    for task in args.tasks:
+        for method in args.methods:
+            group = [r for r in rows if r["task"] == task and r["method"] == method]
+            if not group:
+                continue
+            successes, episodes = sum(r["successes"] for r in group), sum(r["episodes"] for r in group)
+            onnx = [r["onnx_call_seconds"] for r in group if r["onnx_call_seconds"] is not None]
+            table.add(
+                task=task,
+                method=f"{method} ({group[0]['learner']})" if group[0]["learner"] != method else method,
+                success=interval(successes / episodes, *wilson_interval(successes, episodes)),
+                per_seed=", ".join(f"{r['successes'] / r['episodes']:.0%}" for r in group),
+                train_minutes=float(np.mean([r["train_seconds"] for r in group]) / 60),
+                torch_ms=1000 * float(np.median([r["torch_call_seconds"] for r in group])),
+                onnx_ms=1000 * float(np.median(onnx)) if onnx else "no export",
+            )
+    return table
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a minutes-long smoke version (one seed, tiny budgets)"
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=["Kitchen-PickPlaceCounterToSink", "Kitchen-OpenSingleDoor", "AlohaTransferCube"],
+    )
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), help=f"subset of {', '.join(METHODS)}")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds")
+    parser.add_argument("--demos", type=int, default=50, help="demonstrations per task (the ACT paper: 50)")
+    parser.add_argument("--steps", type=int, default=3000, help="gradient steps of every method")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--eval-episodes", type=int, default=10, help="per training seed")
+    parser.add_argument("--camera", type=int, default=64, help="camera tasks: image side in pixels")
+    parser.add_argument(
+        "--max-steps", type=int, default=None, help="episode step limit (default: each task's)"
+    )
+    parser.add_argument("--out", default="runs/imitation", help="demonstrations and policy folders")
+    parser.add_argument(
+        "--results", default=None, help="results file (default: results/imitation/comparison.json)"
+    )
+    args = parser.parse_args()
+    unknown = [m for m in args.methods if m not in METHODS]
+    if unknown:
+        parser.error(f"--methods {unknown}: not a method here; choose from {', '.join(METHODS)}")
+    if args.quick:
+        args.seeds, args.demos, args.steps, args.eval_episodes, args.batch_size = args.seeds[:1], 2, 4, 1, 8
+        args.max_steps = 30
+        # one kitchen task (flat observations) and one camera task
+        args.tasks = [t for t in args.tasks if not is_camera_task(t)][:1] + [
+            t for t in args.tasks if is_camera_task(t)
+        ][:1]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    demonstrations = Table(
+        [
+            Column("task", "task"),
+            Column("episodes", "demonstrations"),
+            Column("steps", "steps"),
+            Column("successes", "episodes ending in success"),
+        ]
+    )
+    rows: list[dict[str, Any]] = []
+    for task in args.tasks:
+        demos = out / f"{task}-demos.zarr"
+        if not (demos / "zarr.json").exists():
+            record_demos(task, args.demos, demos, args.camera, args.max_steps)
+        store = TrajectoryStore(demos)
+        if store.num_episodes != args.demos:
+            parser.exit(
+                2, f"{demos} holds {store.num_episodes} demonstrations, not {args.demos}: use another --out\n"
+            )
+        demonstrations.add(
+            task=task,
+            episodes=store.num_episodes,
+            steps=store.num_steps,
+            successes=int(store.episodes_table()["success"].sum()),
+        )
+        for method in args.methods:
+            if method_options(method, task, args.camera, args.quick) is None:
+                continue
+            for seed in args.seeds:
+                row = train_and_evaluate(task, method, seed, demos, out, args)
+                rows.append(row)
+                print(
+                    {k: row[k] for k in ("task", "method", "seed", "successes", "episodes", "train_seconds")}
+                )
+    table = summarise(rows, args)
+    print(demonstrations.markdown() + "\n\n" + table.markdown())
+    path = write_results(
+        args.results or default_results_path("imitation/comparison", quick=args.quick),
+        {"comparison": table, "demonstrations": demonstrations},
+        name="imitation/comparison",
+        title="BC, flow BC, ACT and Diffusion Policy on the same demonstrations",
+        seeds=args.seeds,
+        data={
+            "rows": rows,
+            "act_paper": ACT_PAPER,
+            "settings": {
+                k: getattr(args, k)
+                for k in ("demos", "steps", "batch_size", "eval_episodes", "camera", "tasks")
+            },
+        },
+    )
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""`scripts/imitation_comparison.py --quick`: demonstrations -> BC, flow BC, ACT, Diffusion Policy and DEAS on a
+kitchen task and the image-based ones on ALOHA's transfer cube -> evaluation, call latency in torch and ONNX
+Runtime, in one results file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from embodia.core.results import read_results
+from tests.conftest import ROOT
+
+
+def test_quick_comparison_trains_evaluates_and_times_every_method(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "scripts/imitation_comparison.py",
+            "--quick",
+            "--out",
+            str(tmp_path / "runs"),
+            "--results",
+            str(tmp_path / "comparison.json"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    produced = read_results(tmp_path / "comparison.json")
+    rows = produced["data"]["rows"]
+    assert [(r["task"], r["method"]) for r in rows] == [
+        ("Kitchen-PickPlaceCounterToSink", m) for m in ("bc", "flow_bc", "act", "diffusion_policy", "deas")
+    ] + [("AlohaTransferCube", m) for m in ("bc", "act", "diffusion_policy")]
+    assert [r["learner"] for r in rows if r["task"] == "AlohaTransferCube"] == [
+        "pixel_bc",
+        "act",
+        "diffusion_policy",
+    ]
+    for row in rows:
+        assert row["episodes"] == 1 and 0 <= row["successes"] <= 1 and row["train_seconds"] > 0
+        assert row["torch_call_seconds"] > 0
+        # the deterministic policies export and run through ONNX Runtime; the noise-driven ones say they do not
+        exported = row["method"] in ("bc", "act", "diffusion_policy")
+        assert (row["onnx_call_seconds"] is not None) == exported, row
+    table = produced["tables"]["comparison"]["rows"]
+    assert len(table) == 8
+    for cell in table:
+        assert 0.0 <= cell["success"]["low"] <= cell["success"]["value"] <= cell["success"]["high"] <= 1.0
+    assert {r["task"] for r in produced["tables"]["demonstrations"]["rows"]} == {
+        "Kitchen-PickPlaceCounterToSink",
+        "AlohaTransferCube",
+    }
+    assert produced["data"]["act_paper"]["AlohaTransferCube"]["scripted"] == 0.9
+
+
+def test_an_unknown_method_is_refused_with_one_line(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "scripts/imitation_comparison.py",
+            "--methods",
+            "vq_bet",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--methods ['vq_bet']: not a method here; choose from bc, flow_bc, act" in result.stderr
+    assert not (tmp_path / "x").exists()
