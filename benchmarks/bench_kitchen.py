@@ -14,8 +14,10 @@ For scale, robosuite's own ``Lift`` task (same Panda, mount and OSC controller, 
 robosuite's observables) is stepped with the same actions in the same interleaved loop.
 
 Runs are interleaved (``benchmarks._common.interleaved``) and ratios are medians of paired runs. Also
-reports a reset (a new kitchen: layout, model build, robosuite hard reset) in milliseconds. Writes
-``results/benchmarks/kitchen.json`` (tables ``steps`` and ``reset``; ``--quick``: under ``runs/quick-results/``).
+reports a reset (a new kitchen: layout, model build, robosuite hard reset) in milliseconds, and every
+registered kitchen task with state observations against Lift, interleaved the same way (table ``tasks``;
+``--quick``: two tasks). Writes ``results/benchmarks/kitchen.json`` (tables ``steps``, ``reset`` and
+``tasks``; ``--quick``: under ``runs/quick-results/``).
 """
 
 from __future__ import annotations
@@ -72,6 +74,32 @@ def robosuite_lift(actions: np.ndarray):
     return run
 
 
+def task_rates(actions: np.ndarray, repeats: int, quick: bool) -> Table:
+    """Steps/s of every kitchen task (state observations, its seed-0 kitchen) against robosuite's Lift."""
+    from embodia.envs.kitchen import TASKS
+
+    tasks = list(TASKS)[:2] if quick else list(TASKS)
+    envs = {task: embodia.make(f"embodia/Kitchen-{task}-v0") for task in tasks}
+    runs = {"Lift": robosuite_lift(actions)}  # first: every ratio is to it
+    for task, env in envs.items():
+        env.reset(seed=0)
+        runs[task] = stepper(env, env.unwrapped.get_state(), actions)
+    rates = interleaved(runs, repeats)
+    for env in envs.values():
+        env.close()
+    table = Table(
+        [
+            Column("task", "task (state observations)"),
+            Column("steps_per_second", "steps/s", ".1f"),
+            Column("ratio", "ratio to robosuite's Lift", ".2f"),
+        ]
+    )
+    for task in tasks:
+        table.add(task=task, steps_per_second=rates[task], ratio=rates[f"{task}/Lift"])
+    table.add(task="robosuite's Lift (same robot and controller)", steps_per_second=rates["Lift"], ratio=1.0)
+    return table
+
+
 def reset_ms(env, seeds: int) -> float:
     times = []
     for seed in range(seeds):
@@ -119,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     resets = reset_ms(envs["state"], 2 if args.quick else 5)
     for env in envs.values():
         env.close()
+    tasks = task_rates(actions, repeats, args.quick)
 
     cameras = f"+ 2 cameras {args.size}x{args.size}"
     labels = {
@@ -144,13 +173,15 @@ def main(argv: list[str] | None = None) -> None:
     print(table.markdown())
     print()
     print(reset.markdown())
+    print()
+    print(tasks.markdown())
     save_results(
         "kitchen",
-        {"steps": table, "reset": reset},
+        {"steps": table, "reset": reset, "tasks": tasks},
         quick=args.quick,
         path=args.results,
         data={"task": TASK, "size": args.size, "steps": steps, "repeats": repeats, "rates": rates},
-        title="Kitchen environment speed: camera observations against state-only stepping",
+        title="Kitchen environment speed: camera observations against state-only stepping, every task against Lift",
     )
 
 

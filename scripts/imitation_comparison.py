@@ -102,10 +102,12 @@ def _method_options(method: str, task: str, camera: int) -> tuple[str, dict[str,
 
 
 def record_demos(task: str, episodes: int, path: Path, camera: int, max_steps: int | None) -> None:
-    env = embodia.make(f"embodia/{task}-v0", **env_kwargs(task, camera, max_steps))
+    kwargs = env_kwargs(task, camera, max_steps)
+    env = embodia.make(f"embodia/{task}-v0", **kwargs)
     try:
         noise = 0.01 if is_camera_task(task) else 0.1
-        rollout(env, env.unwrapped.make_expert(noise=noise), episodes=episodes, seed=0, record=path)
+        expert = env.unwrapped.make_expert(noise=noise)
+        rollout(env, expert, episodes=episodes, seed=0, record=path, env_kwargs=kwargs)
     finally:
         env.close()
 

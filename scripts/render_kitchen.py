@@ -4,11 +4,14 @@ Writes into ``--out`` (default ``docs/images/kitchen``):
 
 - ``<Task>.png``: the first frame of the expert episode (overview camera, detailed robot meshes);
 - ``<Task>.gif``: the whole expert episode (every ``--every``-th step);
-- ``layouts.png``: the same task in ``--layouts`` differently seeded kitchens;
-- ``cameras.png``: the agentview and eye-in-hand camera observations next to the overview.
+- ``layouts.png``: the same task in the first ``--layouts`` catalogue layouts (ids 0, 1, ...);
+- ``cameras.png``: the agentview and eye-in-hand camera observations next to the overview;
+- with ``--stills``: only ``<Task>-cameras.png`` per task (the overview, then the robot's agentview and
+  eye-in-hand cameras at the episode's start), no GIFs.
 
     .venv/bin/python scripts/render_kitchen.py
     .venv/bin/python scripts/render_kitchen.py --tasks OpenDrawer --out /tmp/kitchen --quick
+    .venv/bin/python scripts/render_kitchen.py --stills          # every task's overview and cameras
 """
 
 from __future__ import annotations
@@ -58,13 +61,13 @@ def expert_frames(task: str, seed: int, width: int, height: int, every: int) -> 
     return frames, success
 
 
-def layout_grid(task: str, seeds: list[int], width: int, height: int) -> np.ndarray:
-    env = _env(task, width, height)
+def layout_grid(task: str, layouts: list[int], width: int, height: int) -> np.ndarray:
     images = []
-    for seed in seeds:
-        env.reset(seed=seed)
+    for layout in layouts:
+        env = _env(task, width, height, layout=layout)
+        env.reset(seed=0)
         images.append(env.render())
-    env.close()
+        env.close()
     columns = 2 if len(images) > 1 else 1
     rows = [np.concatenate(images[i : i + columns], axis=1) for i in range(0, len(images), columns)]
     if len(rows[-1][0]) != len(rows[0][0]):
@@ -97,10 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=4, help="keep every N-th step in the GIFs")
     parser.add_argument("--layouts", type=int, default=4, help="kitchens in layouts.png")
     parser.add_argument("--quick", action="store_true", help="small images, first task only")
+    parser.add_argument(
+        "--stills", action="store_true", help="per task the overview and the robot's cameras only"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.tasks, args.width, args.height, args.every, args.layouts = args.tasks[:1], 160, 120, 8, 2
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.stills:
+        for task in args.tasks:
+            strip = camera_strip(task, args.seed, args.height // 2 if args.quick else 128)
+            imageio.imwrite(args.out / f"{task}-cameras.png", strip)
+        print(f"wrote {len(args.tasks)} stills to {args.out}", file=sys.stderr)
+        return 0
 
     for task in args.tasks:
         frames, success = expert_frames(task, args.seed, args.width, args.height, args.every)

@@ -97,6 +97,10 @@ CASES = [
         ["run", "embodia/Kitchen-OpenDrawer-v0", "--env-kwarg", "camera_width=-3"],
         "camera_width must be a positive integer",
     ),
+    (
+        ["run", "embodia/Kitchen-OpenDrawer-v0", "--env-kwarg", "layout=12"],
+        "layout must be an id in 0..9 or a list of such ids",
+    ),
     # stores and indices
     (["replay", "{w}/s.zarr", "--episode", "5"], "episode 5 out of range: store"),
     (["data", "export", "{w}/s.zarr", "--mcap", "{w}/o.mcap", "--episode", "9"], "episode 9 out of range"),

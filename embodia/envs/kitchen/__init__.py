@@ -5,8 +5,9 @@ with a single-lever faucet, a drawer unit, a wall cabinet with a hinged door and
 start button, written as MJCF templates in ``embodia/sim_assets/kitchen`` and assembled with robosuite's
 model API around a robosuite robot (Panda by default) driven by robosuite's OSC pose controller.
 
-- :mod:`~embodia.envs.kitchen.layout`: what a seed randomises (module order and sizes, colours, object,
-  robot position);
+- :mod:`~embodia.envs.kitchen.layout`: the kitchen's model as one dataclass, the catalogues of layouts
+  (geometry: one-wall, L- and U-shaped) and styles (colours) that the ``layout`` / ``style`` arguments pick
+  from, and what a seed draws (the ids, the object, the robot position);
 - :mod:`~embodia.envs.kitchen.fixtures`: the MJCF templates filled from a layout;
 - :mod:`~embodia.envs.kitchen.scene`: the robosuite environment built from a layout;
 - :mod:`~embodia.envs.kitchen.task`: the task interface; :mod:`~embodia.envs.kitchen.sink_tasks`,

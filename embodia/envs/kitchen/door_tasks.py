@@ -156,7 +156,11 @@ def close_door_plan(scene: Any, door: Door, low: float, around_edge: bool = Fals
     open doors), around the door's free edge at pushing height, so that the forearm never crosses the door."""
     layout = scene.layout
     s, radius = door.sign, (0.6 if around_edge else 0.5) * door.width
-    push_z = layout.counter_height + layout.cabinet_gap + 0.55 * layout.cabinet_height  # above the handle
+    # above the handle; between the doors of a pair low on the doors, where the hand still reaches round the
+    # second door's free edge (at 0.55 of the height it drifted into the edge and swung the door open)
+    push_z = (
+        layout.counter_height + layout.cabinet_gap + (0.33 if around_edge else 0.55) * layout.cabinet_height
+    )
     closed = DOOR_CLOSED_FRACTION * QUARTER_TURN
 
     def point(angle: float, offset: float, z: float, r: float = radius) -> np.ndarray:
@@ -172,9 +176,18 @@ def close_door_plan(scene: Any, door: Door, low: float, around_edge: bool = Fals
     angle = scene.joint(door.joint)
     start = angle + 0.3
     if around_edge:
+        front_x = scene.site(door.hinge)[0] - door.width - 0.3  # in front of both doors' free edges
         reach = [
+            MoveTo(  # straight back first: from the other door, the arm swings clear of this one's edge
+                lambda sc: np.array([front_x, sc.eef_pos[1], push_z]),
+                along_door,
+                CLOSED,
+                tolerance=0.04,
+                max_steps=60,
+                name="back",
+            ),
             MoveTo(  # in front of the free edge first: the hand, wide along the door, never meets it
-                lambda sc: point(angle, -0.04, push_z, door.width + 0.24),
+                lambda sc: point(angle, -0.04, push_z, door.width + 0.3),
                 along_door,
                 CLOSED,
                 tolerance=0.04,
@@ -182,7 +195,7 @@ def close_door_plan(scene: Any, door: Door, low: float, around_edge: bool = Fals
                 name="before edge",
             ),
             MoveTo(
-                lambda sc: point(angle, 0.12, push_z, door.width + 0.12),
+                lambda sc: point(angle, 0.12, push_z, door.width + 0.2),
                 along_door,
                 CLOSED,
                 tolerance=0.03,

@@ -3,17 +3,20 @@
 :class:`KitchenEnv` owns a :class:`~embodia.envs.kitchen.scene.KitchenScene` (a real robosuite
 manipulation environment) and adds:
 
-- a new kitchen per episode: ``reset(seed=s)`` draws a layout (module order, sizes, colours, object,
-  robot position) from a private generator seeded by ``s`` and rebuilds the model (a robosuite hard
-  reset); NumPy's global generator is left untouched;
+- a new kitchen per episode: ``reset(seed=s)`` draws a layout id and a style id (from those the ``layout``
+  and ``style`` arguments allow; by default the whole catalogue, see :mod:`~embodia.envs.kitchen.layout`),
+  the object and the robot position from a private generator seeded by ``s`` and rebuilds the model (a
+  robosuite hard reset); the same seed and arguments give the same kitchen; NumPy's global generator is
+  left untouched;
 - dict observations: ``state`` (robot proprioception + task observation, float32), ``proprio`` (the
   robot part alone), ``instruction`` (the task's language instruction as UTF-8 bytes, zero-padded to
   :data:`INSTRUCTION_BYTES`; :func:`decode_instruction` turns it back into text) and, when requested,
   ``agentview_rgb`` / ``eye_in_hand_rgb`` camera images;
 - ``info["success"]`` (bool, every step) and ``info["instruction"]`` (str); reward 1 on success, and
   the episode terminates on success unless ``terminate_on_success=False``;
-- ``get_state()`` / ``set_state()``: [layout vector | MuJoCo integration state | controller state | task
-  variables] as one float64 array; a state from another kitchen rebuilds that kitchen first;
+- ``get_state()`` / ``set_state()``: [layout vector | MuJoCo integration state (less the external body
+  forces, which embodia never applies) | controller state | task variables] as one float64 array of one
+  size per environment id (and robot); a state from another kitchen rebuilds that kitchen first;
 - fast headless rendering (``MUJOCO_GL=egl``): MuJoCo renderers without shadows or multisampling and
   with the robot drawn from its collision meshes by default (``detailed_robot=True`` for figures);
   collision geoms of the kitchen and sites hidden.
@@ -31,15 +34,25 @@ import numpy as np
 from gymnasium import spaces
 
 from embodia.core.errors import ActionError, EnvArgumentError
-from embodia.envs.kitchen.layout import KitchenLayout, layout_size, sample_kitchen
+from embodia.envs.kitchen.layout import (
+    N_LAYOUTS,
+    N_STYLES,
+    KitchenLayout,
+    catalogue_ids,
+    layout_size,
+    sample_kitchen,
+)
 from embodia.envs.kitchen.scene import SINGLE_ARM_ROBOTS, KitchenScene
 from embodia.envs.kitchen.task import TASKS
 
-_INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
+#: MuJoCo's integration state without the external body forces (``xfrc_applied``, 6 numbers per body, which
+#: embodia never sets): kitchens of different layouts have different numbers of static bodies (counter
+#: modules, returns), and the states of one environment id must keep one size (a store holds one shape)
+_INTEGRATION = int(mujoco.mjtState.mjSTATE_INTEGRATION) & ~int(mujoco.mjtState.mjSTATE_XFRC_APPLIED)
 
 
 class KitchenConfigError(EnvArgumentError):
-    """A kitchen environment argument that cannot work (unknown task, robot or camera)."""
+    """A kitchen environment argument that cannot work (unknown task, robot, camera, layout or style)."""
 
 
 INSTRUCTION_BYTES = 96
@@ -123,6 +136,11 @@ class KitchenEnv(gymnasium.Env):
         detailed_robot: draw the robot with its detailed visual meshes instead of its collision meshes
             (~11x the triangles; about 5x slower per image on a CPU renderer; for figures and videos).
         terminate_on_success: end the episode at the first step where the task succeeds.
+        layout: the catalogue layout(s) an episode may draw: an id in ``0..N_LAYOUTS-1`` (this kitchen's
+            geometry every episode), a list of ids (the seed draws one), or None (any; see
+            :data:`~embodia.envs.kitchen.layout.LAYOUT_NAMES`).
+        style: the catalogue style(s) an episode may draw (colours and handle finish), likewise: an id in
+            ``0..N_STYLES-1``, a list of ids or None (any).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
@@ -144,6 +162,8 @@ class KitchenEnv(gymnasium.Env):
         multisamples: int = 0,
         detailed_robot: bool = False,
         terminate_on_success: bool = True,
+        layout: int | Sequence[int] | None = None,
+        style: int | Sequence[int] | None = None,
     ) -> None:
         if task not in TASKS:
             raise KitchenConfigError(f"unknown kitchen task {task!r}; known: {', '.join(TASKS)}")
@@ -169,6 +189,11 @@ class KitchenEnv(gymnasium.Env):
         for camera in (*cameras, render_camera):
             if camera not in CAMERAS:
                 raise KitchenConfigError(f"unknown camera {camera!r}; kitchen cameras: {', '.join(CAMERAS)}")
+        try:
+            self.layout_choices = catalogue_ids(layout, "layout", N_LAYOUTS)
+            self.style_choices = catalogue_ids(style, "style", N_STYLES)
+        except ValueError as error:
+            raise KitchenConfigError(f"Kitchen-{task}: {error}") from None
         self.task_name = task
         self.task = TASKS[task]()
         self.robot = robot
@@ -304,7 +329,7 @@ class KitchenEnv(gymnasium.Env):
 
     # ------------------------------------------------------------------ internals
     def _sample_layout(self, rng: np.random.Generator) -> KitchenLayout:
-        layout = sample_kitchen(rng)
+        layout = sample_kitchen(rng, self.layout_choices, self.style_choices)
         self.task.place_robot(layout, rng)
         return layout
 

@@ -32,6 +32,8 @@ from embodia.envs.kitchen.layout import (
     CABINET_COLORS,
     COUNTER_COLORS,
     FLOOR_COLORS,
+    HANDLE_COLORS,
+    RETURN_MODULE_WIDTH,
     WALL_COLORS,
     KitchenLayout,
 )
@@ -392,12 +394,61 @@ def microwave(name: str, y: float, layout: KitchenLayout) -> TemplateFixture:
     return TemplateFixture("microwave.xml", name, fields, pos)
 
 
+def counter_returns(layout: KitchenLayout) -> list[TemplateFixture]:
+    """The counter returns of an L- or U-shaped kitchen (none for a one-wall kitchen).
+
+    At each end of the main run that has one (``layout.return_left``: +y, the robot's left;
+    ``return_right``: -y): a blind-corner counter ``layout.corner_width`` wide in line with the run
+    (``corner_left`` / ``corner_right``), then a second run along the side wall at a right angle: a corner
+    block against the back wall (``return_left0``) and plain counters (``return_left1``, ..., each at most
+    ``RETURN_MODULE_WIDTH`` wide) reaching ``return_left`` metres from the cabinet fronts toward the room.
+    The return's modules are the plain counter module turned a quarter turn about z, their fronts facing
+    the main run's end (the robot's side). The blind corner keeps the return clear of a robot standing
+    before the run's last module; no task acts on a return.
+    """
+    half_run = float(np.sum(layout.module_widths)) / 2
+    depth = layout.counter_depth
+    fixtures = []
+    for side, name, length in ((1.0, "left", layout.return_left), (-1.0, "right", layout.return_right)):
+        if length <= 0:
+            continue
+        corner_y = side * (half_run + layout.corner_width / 2)
+        fixtures.append(counter_module(f"corner_{name}", layout.corner_width, corner_y, layout))
+        front = side * (half_run + layout.corner_width)  # y of the return's cabinet fronts
+        count = int(np.ceil(length / RETURN_MODULE_WIDTH))
+        width = length / count
+        pieces = [(depth, depth / 2)] + [(width, -(k + 0.5) * width) for k in range(count)]  # (width, x)
+        turn = np.array([np.cos(side * np.pi / 4), 0.0, 0.0, np.sin(side * np.pi / 4)])  # +-90 deg about z
+        for k, (piece_width, x) in enumerate(pieces):
+            fixture = counter_module(f"return_{name}{k}", piece_width, 0.0, layout)
+            fixture.get_obj().set("pos", array_to_string(np.array([x, front, 0.0])))
+            fixture.get_obj().set("quat", array_to_string(turn))
+            fixtures.append(fixture)
+    return fixtures
+
+
+def side_wall_y(layout: KitchenLayout, side: float) -> float | None:
+    """y of the side wall behind the counter return at the run's ``side`` end (+1: +y), None without one."""
+    if (layout.return_left if side > 0 else layout.return_right) <= 0:
+        return None
+    half_run = float(np.sum(layout.module_widths)) / 2
+    return side * (half_run + layout.corner_width + layout.counter_depth + 0.02)
+
+
+def _finish_handles(fixture: TemplateFixture, layout: KitchenLayout) -> None:
+    """Give a fixture's handles and pulls (its ``metal`` material) the style's handle finish."""
+    for material in fixture.asset.iter("material"):
+        if material.get("name") == f"{fixture.naming_prefix}metal":
+            material.set("rgba", _rgba(HANDLE_COLORS[layout.handle_color]))
+
+
 def build_fixtures(layout: KitchenLayout) -> list[TemplateFixture]:
-    """Every fixture of ``layout``: the counter modules, the wall cabinet, the microwave and the coffee
-    machine.
+    """Every fixture of ``layout``: the counter modules, the wall cabinet, the microwave, the coffee
+    machine and the counter returns; the cabinetry's handles in the style's finish (the microwave keeps
+    its own).
 
     Names: ``counter<i>`` for plain counters, ``sink``, ``drawer``, ``stove``, ``cabinet``, ``microwave``,
-    ``coffee_machine``.
+    ``coffee_machine``; ``corner_<side>`` and ``return_<side><k>`` (see :func:`counter_returns`).
     """
     centers = layout.module_centers
     fixtures: list[TemplateFixture] = []
@@ -415,6 +466,10 @@ def build_fixtures(layout: KitchenLayout) -> list[TemplateFixture]:
     from embodia.envs.kitchen.coffee_fixtures import coffee_machine  # (it builds on this module)
 
     fixtures.append(coffee_machine("coffee_machine", layout))
+    fixtures.extend(counter_returns(layout))
+    for fixture in fixtures:
+        if fixture.name != "microwave":
+            _finish_handles(fixture, layout)
     return fixtures
 
 
@@ -439,6 +494,13 @@ class KitchenArena(Arena):
         self.asset.find("./texture[@name='tiles']").set("rgb2", _f(rgb2))
         self.asset.find("./material[@name='wall']").set("rgba", _rgba(WALL_COLORS[layout.wall_color]))
         self.worldbody.find("./geom[@name='wall_back']").set("pos", _f((layout.counter_depth + 0.02, 0, 1.5)))
+        for side, name in ((1.0, "left"), (-1.0, "right")):  # a side wall behind each counter return
+            wall_y = side_wall_y(layout, side)
+            if wall_y is not None:
+                wall = self.worldbody.find(f"./geom[@name='wall_{name}']")
+                reach = layout.counter_depth + 0.04  # from x = -3.5 to the back wall
+                wall.set("pos", _f(((reach - 3.5) / 2, wall_y, 1.5)))
+                wall.set("size", _f(((reach + 3.5) / 2, 0.02, 1.5)))
         rx, ry = layout.robot_x, layout.robot_y
         # agentview: fixed to the robot base, over its left shoulder; overview: from the side of the
         # robot where the task's fixture is, so that the arm does not hide it

@@ -361,6 +361,13 @@ def test_render_script_writes_the_figures(tmp_path):
     assert not np.array_equal(frames[0], frames[-1])  # the arm moved
     assert imageio.imread(tmp_path / "TurnOnFaucet.png").shape == (120, 160, 3)
     assert imageio.imread(tmp_path / "layouts.png").shape == (120, 320, 3)  # two kitchens side by side
+    layouts = imageio.imread(tmp_path / "layouts.png")
+    assert not np.array_equal(layouts[:, :160], layouts[:, 160:])  # layouts 0 and 1 differ
+    stills = tmp_path / "stills"
+    assert module.main(["--quick", "--stills", "--tasks", "TurnOnStove", "--out", str(stills)]) == 0
+    # the overview (4:3), then the agent-view and wrist cameras (60 x 60 each)
+    assert imageio.imread(stills / "TurnOnStove-cameras.png").shape == (60, 80 + 60 + 60, 3)
+    assert not (stills / "TurnOnStove.gif").exists()
 
 
 def test_benchmark_quick_writes_the_committed_layout(tmp_path):
