@@ -110,6 +110,38 @@ def layouts_table(rows: list[dict], layouts: list[int], seeds: int) -> Table:
     return table
 
 
+def merge_parts(args: argparse.Namespace) -> int:
+    """Write one results file from parts that measured disjoint task sets (rows in the registry's order)."""
+    from embodia.core.results import read_results
+
+    parts = [read_results(path) for path in args.merge_from]
+    rows = [row for part in parts for row in part["data"]["rows"]]
+    tasks = [row["task"] for row in rows]
+    if len(set(tasks)) != len(tasks):
+        twice = ", ".join(sorted({t for t in tasks if tasks.count(t) > 1}))
+        print(f"error: the parts measured some tasks twice ({twice}); merge disjoint parts", file=sys.stderr)
+        return 2
+    labels = {part["tables"]["experts"]["columns"][1]["label"] for part in parts}
+    if len(labels) != 1:
+        print(f"error: the parts measured different settings ({'; '.join(sorted(labels))})", file=sys.stderr)
+        return 2
+    order = {task: i for i, task in enumerate(TASKS)}
+    rows.sort(key=lambda row: order.get(row["task"], len(order)))
+    seeds = rows[0]["episodes"]
+    name = parts[0]["name"]
+    path = write_results(
+        args.results or default_results_path(name),
+        {"experts": experts_table(rows, seeds)},
+        name=name,
+        title=parts[0]["title"],
+        command=" ; ".join(part["command"] for part in parts),
+        seeds=[0],
+        data={"rows": rows, "parts": [{"command": p["command"], "commit": p["commit"]} for p in parts]},
+    )
+    print(f"results: {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=50, help="episodes per task (seeds 0..N-1)")
@@ -126,7 +158,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--style", type=int, default=None, help="style id (default: drawn per episode)")
     parser.add_argument("--quick", action="store_true", help="2 seeds of 2 tasks (smoke run)")
     parser.add_argument("--results", default=None, help="results file (default: see above)")
+    parser.add_argument(
+        "--merge-from",
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="measure nothing: one table from results files of this script that measured disjoint task sets "
+        "with the same settings (runs split over processes)",
+    )
     args = parser.parse_args(argv)
+    if args.merge_from:
+        return merge_parts(args)
     tasks, seeds = (args.tasks[:2], 2) if args.quick else (args.tasks, args.seeds)
 
     rows = []

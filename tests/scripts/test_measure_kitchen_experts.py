@@ -26,3 +26,32 @@ def test_quick_run_writes_the_committed_layout(tmp_path):
     assert all(r["success"] == 1.0 and r["failed_seeds"] == "none" for r in rows)
     for name in ("experts", "experts_ur5e", "experts_noise0.2"):  # other arms and noisy experts: same layout
         assert layout_differences(produced, read_results(RESULTS_DIR / "kitchen" / f"{name}.json")) == []
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "scripts/measure_kitchen_experts.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_parts_measured_in_separate_processes_merge_into_one_table(tmp_path):
+    first, second, merged = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "experts.json"
+    assert _script("--quick", "--tasks", "TurnOnStove", "--results", str(second)).returncode == 0
+    assert _script("--quick", "--tasks", "CloseDrawer", "--results", str(first)).returncode == 0
+    result = _script("--merge-from", str(second), str(first), "--results", str(merged))
+    assert result.returncode == 0, result.stderr[-2000:]
+    produced = read_results(merged)
+    # the registry's order, whatever the parts' order; the measured rows themselves, unchanged
+    assert [r["task"] for r in produced["tables"]["experts"]["rows"]] == ["CloseDrawer", "TurnOnStove"]
+    parts = [read_results(first)["data"]["rows"][0], read_results(second)["data"]["rows"][0]]
+    assert produced["data"]["rows"] == parts
+    assert produced["command"].count("--quick") == 2 and len(produced["data"]["parts"]) == 2
+    assert layout_differences(produced, read_results(RESULTS_DIR / "kitchen" / "experts.json")) == []
+    twice = _script("--merge-from", str(first), str(first), "--results", str(tmp_path / "x.json"))
+    assert twice.returncode == 2 and "measured some tasks twice (CloseDrawer)" in twice.stderr
+    assert "Traceback" not in twice.stderr
+    assert not (tmp_path / "x.json").exists()
