@@ -73,7 +73,7 @@ class _MicrowavePnP(MicrowaveTask):
 
     def place_robot(self, layout: KitchenLayout, rng: np.random.Generator) -> None:
         super().place_robot(layout, rng)
-        layout.robot_x = float(microwave_front(layout) - rng.uniform(0.5, 0.56))
+        layout.robot_x = float(microwave_front(layout) - rng.uniform(0.43, 0.49))
         layout.robot_y = float(self.chamber_y(layout) - rng.uniform(0.0, 0.06))
 
     @staticmethod
