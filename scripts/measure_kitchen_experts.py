@@ -115,11 +115,20 @@ def merge_parts(args: argparse.Namespace) -> int:
     from embodia.core.results import read_results
 
     parts = [read_results(path) for path in args.merge_from]
+    for part in parts:  # each row keeps the commit it was measured at
+        for row in part["data"]["rows"]:
+            row.setdefault("commit", part["commit"])
     rows = [row for part in parts for row in part["data"]["rows"]]
     tasks = [row["task"] for row in rows]
-    if len(set(tasks)) != len(tasks):
+    if args.replace:  # a later part's row replaces an earlier part's row of the same task
+        rows = list({row["task"]: row for row in rows}.values())
+    elif len(set(tasks)) != len(tasks):
         twice = ", ".join(sorted({t for t in tasks if tasks.count(t) > 1}))
-        print(f"error: the parts measured some tasks twice ({twice}); merge disjoint parts", file=sys.stderr)
+        print(
+            f"error: the parts measured some tasks twice ({twice}); merge disjoint parts, or pass --replace "
+            "to let later parts replace earlier rows",
+            file=sys.stderr,
+        )
         return 2
     labels = {part["tables"]["experts"]["columns"][1]["label"] for part in parts}
     if len(labels) != 1:
@@ -136,7 +145,11 @@ def merge_parts(args: argparse.Namespace) -> int:
         title=parts[0]["title"],
         command=" ; ".join(part["command"] for part in parts),
         seeds=[0],
-        data={"rows": rows, "parts": [{"command": p["command"], "commit": p["commit"]} for p in parts]},
+        data={
+            "rows": rows,
+            "parts": [{"command": p["command"], "commit": p["commit"]} for p in parts],
+            "replaced": bool(args.replace),
+        },
     )
     print(f"results: {path}")
     return 0
@@ -154,6 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--layouts", nargs="+", type=int, default=None, help="measure each task in each of these layout ids"
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --merge-from: a later file's row replaces an earlier file's row of the same task (tasks "
+        "measured again after a fix; every row keeps its commit)",
     )
     parser.add_argument("--style", type=int, default=None, help="style id (default: drawn per episode)")
     parser.add_argument("--quick", action="store_true", help="2 seeds of 2 tasks (smoke run)")

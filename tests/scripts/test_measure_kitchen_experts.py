@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -47,11 +48,23 @@ def test_parts_measured_in_separate_processes_merge_into_one_table(tmp_path):
     produced = read_results(merged)
     # the registry's order, whatever the parts' order; the measured rows themselves, unchanged
     assert [r["task"] for r in produced["tables"]["experts"]["rows"]] == ["CloseDrawer", "TurnOnStove"]
-    parts = [read_results(first)["data"]["rows"][0], read_results(second)["data"]["rows"][0]]
-    assert produced["data"]["rows"] == parts
+    parts = [read_results(path) for path in (first, second)]
+    assert produced["data"]["rows"] == [{**p["data"]["rows"][0], "commit": p["commit"]} for p in parts]
     assert produced["command"].count("--quick") == 2 and len(produced["data"]["parts"]) == 2
     assert layout_differences(produced, read_results(RESULTS_DIR / "kitchen" / "experts.json")) == []
     twice = _script("--merge-from", str(first), str(first), "--results", str(tmp_path / "x.json"))
     assert twice.returncode == 2 and "measured some tasks twice (CloseDrawer)" in twice.stderr
     assert "Traceback" not in twice.stderr
     assert not (tmp_path / "x.json").exists()
+    # a task measured again after a fix: with --replace the later file's row wins, the others stay
+    again = tmp_path / "again.json"
+    remeasured = json.loads(first.read_text())
+    remeasured["data"]["rows"][0]["mean_length"] = 123.0
+    again.write_text(json.dumps(remeasured))
+    replaced = _script("--merge-from", str(merged), str(again), "--replace", "--results", str(tmp_path / "r.json"))
+    assert replaced.returncode == 0, replaced.stderr[-2000:]
+    rows = read_results(tmp_path / "r.json")["data"]["rows"]
+    assert [(r["task"], r["mean_length"]) for r in rows] == [
+        ("CloseDrawer", 123.0),
+        ("TurnOnStove", read_results(second)["data"]["rows"][0]["mean_length"]),
+    ]
