@@ -75,7 +75,9 @@ def leftovers(folder: Path) -> list[str]:
 def test_round_trip_keeps_every_step_exact_and_images_within_the_codec_error(kitchen, tmp_path, codec, crf):
     folder = tmp_path / f"{codec}_lerobot"
     result = export_lerobot(kitchen, folder, {"video_codec": codec, "crf": crf})
-    instructions = {decode_text(row) for row in TrajectoryStore(kitchen).load([INSTRUCTION_KEY])[INSTRUCTION_KEY]}
+    instructions = {
+        decode_text(row) for row in TrajectoryStore(kitchen).load([INSTRUCTION_KEY])[INSTRUCTION_KEY]
+    }
     assert len(instructions) in (1, 2)  # each seed draws a layout, and with it which side the drawer opens
     assert result["episodes"] == 2 and result["frames"] == 20 and result["tasks"] == len(instructions)
     back = import_lerobot(folder, tmp_path / "back.zarr")

@@ -61,7 +61,9 @@ def test_parts_measured_in_separate_processes_merge_into_one_table(tmp_path):
     remeasured = json.loads(first.read_text())
     remeasured["data"]["rows"][0]["mean_length"] = 123.0
     again.write_text(json.dumps(remeasured))
-    replaced = _script("--merge-from", str(merged), str(again), "--replace", "--results", str(tmp_path / "r.json"))
+    replaced = _script(
+        "--merge-from", str(merged), str(again), "--replace", "--results", str(tmp_path / "r.json")
+    )
     assert replaced.returncode == 0, replaced.stderr[-2000:]
     rows = read_results(tmp_path / "r.json")["data"]["rows"]
     assert [(r["task"], r["mean_length"]) for r in rows] == [

@@ -179,7 +179,9 @@ class _CoffeeTask(KitchenTask):
             MoveTo(lambda s: grip(s) + back, rotation, OPEN, 0.006, speed=0.5, name="line up"),
             # the arm drifts sideways on the way down: stop 3.5 cm short along the fingers and line up again
             # there (the open fingers leave the mug 1 cm on either side)
-            MoveTo(lambda s: grip(s) + 0.3 * back, rotation, OPEN, 0.004, speed=0.3, max_steps=60, name="hover"),
+            MoveTo(
+                lambda s: grip(s) + 0.3 * back, rotation, OPEN, 0.004, speed=0.3, max_steps=60, name="hover"
+            ),
             MoveTo(grip, rotation, OPEN, 0.006, speed=0.3, max_steps=60, name="approach"),
             Grip(CLOSED, 12, name="grasp"),
         ]

@@ -149,7 +149,9 @@ class _MicrowavePnP(MicrowaveTask):
         if outside_first and scene.eef_pos[0] > front - 0.04:
             # a robot standing close starts with its hand in the chamber's mouth: out of it first
             out = np.array([front - 0.06, scene.eef_pos[1], scene.eef_pos[2]])
-            plan.append(MoveTo(lambda sc: out, grasp_rotation, OPEN, tolerance=0.02, max_steps=30, name="withdraw"))
+            plan.append(
+                MoveTo(lambda sc: out, grasp_rotation, OPEN, tolerance=0.02, max_steps=30, name="withdraw")
+            )
         plan += [
             MoveTo(
                 lambda sc: self._grip_point(sc) + np.array([0.0, 0.0, 0.1]),
