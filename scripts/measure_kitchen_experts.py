@@ -111,7 +111,8 @@ def layouts_table(rows: list[dict], layouts: list[int], seeds: int) -> Table:
 
 
 def merge_parts(args: argparse.Namespace) -> int:
-    """Write one results file from parts that measured disjoint task sets (rows in the registry's order)."""
+    """Write one results file from parts that measured disjoint task sets, or with ``--replace`` from a table
+    and the tasks measured again (rows in the registry's order; per-layout parts stay per layout)."""
     from embodia.core.results import read_results
 
     parts = [read_results(path) for path in args.merge_from]
@@ -119,11 +120,11 @@ def merge_parts(args: argparse.Namespace) -> int:
         for row in part["data"]["rows"]:
             row.setdefault("commit", part["commit"])
     rows = [row for part in parts for row in part["data"]["rows"]]
-    tasks = [row["task"] for row in rows]
-    if args.replace:  # a later part's row replaces an earlier part's row of the same task
-        rows = list({row["task"]: row for row in rows}.values())
-    elif len(set(tasks)) != len(tasks):
-        twice = ", ".join(sorted({t for t in tasks if tasks.count(t) > 1}))
+    keys = [(row["task"], row.get("layout")) for row in rows]  # one row per task (and layout)
+    if args.replace:  # a later part's row replaces an earlier part's row of the same task (and layout)
+        rows = list({(row["task"], row.get("layout")): row for row in rows}.values())
+    elif len(set(keys)) != len(keys):
+        twice = ", ".join(sorted({task for task, layout in keys if keys.count((task, layout)) > 1}))
         print(
             f"error: the parts measured some tasks twice ({twice}); merge disjoint parts, or pass --replace "
             "to let later parts replace earlier rows",
@@ -135,12 +136,14 @@ def merge_parts(args: argparse.Namespace) -> int:
         print(f"error: the parts measured different settings ({'; '.join(sorted(labels))})", file=sys.stderr)
         return 2
     order = {task: i for i, task in enumerate(TASKS)}
-    rows.sort(key=lambda row: order.get(row["task"], len(order)))
+    rows.sort(key=lambda row: (order.get(row["task"], len(order)), row.get("layout") or 0))
     seeds = rows[0]["episodes"]
     name = parts[0]["name"]
+    layouts = sorted({row["layout"] for row in rows if row.get("layout") is not None})
+    table = layouts_table(rows, layouts, seeds) if layouts else experts_table(rows, seeds)
     path = write_results(
         args.results or default_results_path(name),
-        {"experts": experts_table(rows, seeds)},
+        {"experts": table},
         name=name,
         title=parts[0]["title"],
         command=" ; ".join(part["command"] for part in parts),

@@ -70,3 +70,23 @@ def test_parts_measured_in_separate_processes_merge_into_one_table(tmp_path):
         ("CloseDrawer", 123.0),
         ("TurnOnStove", read_results(second)["data"]["rows"][0]["mean_length"]),
     ]
+
+
+def test_a_task_measured_again_in_one_layout_replaces_that_row_of_the_per_layout_table(tmp_path):
+    table, again, merged = tmp_path / "layouts.json", tmp_path / "again.json", tmp_path / "merged.json"
+    measured = _script("--quick", "--tasks", "CloseDrawer", "--layouts", "0", "1", "--results", str(table))
+    assert measured.returncode == 0, measured.stderr[-2000:]
+    remeasured = json.loads(table.read_text())
+    remeasured["data"]["rows"] = [{**remeasured["data"]["rows"][1], "success_rate": 0.5, "failed_seeds": [1]}]
+    again.write_text(json.dumps(remeasured))
+    result = _script("--merge-from", str(table), str(again), "--replace", "--results", str(merged))
+    assert result.returncode == 0, result.stderr[-2000:]
+    produced = read_results(merged)
+    first = read_results(table)["data"]["rows"][0]
+    assert [(r["layout"], r["success_rate"]) for r in produced["data"]["rows"]] == [
+        (0, first["success_rate"]),
+        (1, 0.5),
+    ]
+    (row,) = produced["tables"]["experts"]["rows"]
+    assert row["layout1"] == 0.5 and row["success"] == (first["success_rate"] + 0.5) / 2
+    assert row["failed"].endswith("1: [1]")
