@@ -126,6 +126,29 @@ def run_episode(
     return stats
 
 
+def made_with(env: gymnasium.Env) -> dict[str, Any]:
+    """The constructor arguments ``env`` was made with beyond its registration's defaults (what a replay passes
+    to ``make`` to build the same environment); those JSON cannot store are left out with a warning."""
+    import json
+    import warnings
+
+    spec = env.spec
+    if spec is None or spec.id not in gymnasium.registry:
+        return {}
+    registered = gymnasium.registry[spec.id].kwargs
+    kwargs: dict[str, Any] = {}
+    for key, value in spec.kwargs.items():
+        try:
+            if key in registered and bool(registered[key] == value):
+                continue
+            json.dumps(value)
+        except (TypeError, ValueError):
+            warnings.warn(f"{spec.id}: argument {key}={value!r} is not recorded (not JSON)", stacklevel=3)
+            continue
+        kwargs[key] = value
+    return kwargs
+
+
 def rollout(
     env: str | gymnasium.Env,
     policy: str | Policy = "random",
@@ -207,6 +230,7 @@ def rollout(
         env = make(env_id, **env_kwargs, **({"render_mode": "rgb_array"} if video else {}))
     else:
         env_id = env.spec.id if env.spec else type(env.unwrapped).__name__
+        env_kwargs = env_kwargs or made_with(env)
     result = RolloutResult(
         env_id=env_id, policy=str(policy if isinstance(policy, str) else type(policy).__name__)
     )

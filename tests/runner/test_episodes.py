@@ -80,6 +80,18 @@ def test_recording_matches_the_episode(tmp_path):
     env.close()
 
 
+def test_an_environment_object_records_the_arguments_it_was_made_with(tmp_path):
+    """A store recorded from an environment object replays the same environment: the arguments given to
+    ``make`` beyond the registration's are recorded (the registration's own are not repeated)."""
+    env = embodia.make("embodia/PointMaze-Medium-v0", width=64, height=48)
+    rollout(env, "random", episodes=1, max_steps=5, record=tmp_path / "object.zarr")
+    meta = TrajectoryStore(tmp_path / "object.zarr").episode_meta(0)
+    assert (meta.env_id, meta.env_kwargs) == ("embodia/PointMaze-Medium-v0", {"width": 64, "height": 48})
+    plain = embodia.make("embodia/PointMaze-Medium-v0")
+    rollout(plain, "random", episodes=1, max_steps=5, record=tmp_path / "plain.zarr")
+    assert TrajectoryStore(tmp_path / "plain.zarr").episode_meta(0).env_kwargs == {}
+
+
 def test_nan_action_is_a_clear_error_and_keeps_earlier_episodes(tmp_path):
     path = tmp_path / "r.zarr"
     rollout("embodia/PointMaze-Medium-v0", "random", episodes=1, max_steps=5, record=path)
