@@ -29,7 +29,7 @@ from embodia.envs.kitchen.coffee_geometry import (
 )
 from embodia.envs.kitchen.expert import CLOSED, OPEN, Grip, MoveTo, down_rotation
 from embodia.envs.kitchen.layout import OBJECT_KINDS, KitchenLayout
-from embodia.envs.kitchen.task import BUTTON_PRESSED, KitchenTask, place_object, register_task
+from embodia.envs.kitchen.task import BUTTON_PRESSED, KitchenTask, Latch, place_object, register_task
 
 GRASP_TILT = 0.5
 """How far (rad) the experts' fingers lean from the vertical, away from the robot, when they hold the mug."""
@@ -308,7 +308,7 @@ register_task(CoffeeServeMug)
 
 
 # ====================================================================== press the button
-class CoffeePressButton(_CoffeeTask):
+class CoffeePressButton(Latch, _CoffeeTask):
     """Press the coffee machine's serve button (a mug waits under the dispenser); the machine latches on.
 
     RoboCasa (``CoffeePressButton``): the machine turns on at the gripper's first contact with its start
@@ -341,12 +341,6 @@ class CoffeePressButton(_CoffeeTask):
 
     def coffee_on(self, scene: Any) -> bool:
         return self._on
-
-    def extra_state(self) -> np.ndarray:
-        return np.array([float(self._on)])
-
-    def set_extra_state(self, values: np.ndarray) -> None:
-        self._on = bool(values[0] > 0.5)
 
     def observation(self, scene: Any) -> np.ndarray:
         button = scene.site("coffee_machine_button")

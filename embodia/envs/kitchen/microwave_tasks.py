@@ -32,7 +32,7 @@ import numpy as np
 
 from embodia.envs.kitchen.expert import CLOSED, OPEN, Grip, MoveTo, down_rotation
 from embodia.envs.kitchen.layout import OBJECT_KINDS, KitchenLayout
-from embodia.envs.kitchen.task import BUTTON_PRESSED, KitchenTask, register_task
+from embodia.envs.kitchen.task import BUTTON_PRESSED, KitchenTask, Latch, register_task
 
 MICROWAVE_DOOR_OPEN = 0.9 * np.pi / 2
 """Door angle (rad) from which the door counts as open (RoboCasa: 90 % of a quarter turn)."""
@@ -71,7 +71,7 @@ def place_on_plate(scene: Any, rng: np.random.Generator, spread: float = 0.03) -
     scene.set_object_pose(pos, np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]))
 
 
-class MicrowaveTask(KitchenTask):
+class MicrowaveTask(Latch, KitchenTask):
     """Shared by the microwave tasks: the on/off latch (saved in the state), the task observation, the
     robot standing in front of the microwave and a microwavable object (lemon or bread roll)."""
 
@@ -110,12 +110,6 @@ class MicrowaveTask(KitchenTask):
 
     def microwave_on(self, scene: Any) -> bool:
         return self._on
-
-    def extra_state(self) -> np.ndarray:
-        return np.array([float(self._on)])
-
-    def set_extra_state(self, values: np.ndarray) -> None:
-        self._on = bool(values[0] > 0.5)
 
     def observation(self, scene: Any) -> np.ndarray:
         handle = scene.site("microwave_door_handle")

@@ -127,6 +127,19 @@ class KitchenTask:
         return point - scene.base_pos
 
 
+class Latch:
+    """Mixin for a task with a switch the robot turns on or off that stays so (the microwave, the coffee
+    machine): ``_on`` is a task variable, saved in the state as one number after the simulator state."""
+
+    _on: bool = False
+
+    def extra_state(self) -> np.ndarray:
+        return np.array([float(self._on)])
+
+    def set_extra_state(self, values: np.ndarray) -> None:
+        self._on = bool(values[0] > 0.5)
+
+
 def place_object(scene: Any, xy: np.ndarray, yaw: float) -> None:
     """Stand the object upright on the countertop at ``xy``, turned by ``yaw`` about the vertical."""
     bottom = -scene.object.bottom_offset[2]
