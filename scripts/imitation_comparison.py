@@ -2,7 +2,7 @@
 
     python scripts/imitation_comparison.py [--quick] [--tasks Kitchen-PickPlaceCounterToSink Kitchen-OpenSingleDoor
         AlohaTransferCube] [--methods bc flow_bc act diffusion_policy deas] [--seeds 0 1 2] [--demos 50]
-        [--steps 3000] [--eval-episodes 10] [--out runs/imitation] [--results PATH]
+        [--steps 3000] [--eval-episodes 10] [--out runs/imitation] [--results PATH] [--merge]
 
 For each task: record ``--demos`` scripted-expert demonstrations once (the kitchens: state observations with
 action noise 0.1; ALOHA: the top camera at ``--camera`` pixels and the joint positions, ACT's
@@ -192,13 +192,17 @@ def train_and_evaluate(task: str, method: str, seed: int, demos: Path, out: Path
 
 
 def summarise(rows: list[dict[str, Any]], args) -> Table:
+    """One row per task and method (the tasks in the order first run, the methods in METHODS' order)."""
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
+    seeds = sorted({r["seed"] for r in rows})
     table = Table(
         [
             Column("task", "task"),
             Column("method", "method"),
             Column(
                 "success",
-                f"success, {len(args.seeds)} seeds x {args.eval_episodes} episodes [95 % interval]",
+                f"success, {len(seeds)} seeds x {args.eval_episodes} episodes [95 % interval]",
                 ".0%",
             ),
             Column("per_seed", "per seed"),
@@ -207,8 +211,8 @@ def summarise(rows: list[dict[str, Any]], args) -> Table:
             Column("onnx_ms", "one call, ONNX Runtime (ms)", ".2f"),
         ]
     )
-    for task in args.tasks:
-        for method in args.methods:
+    for task in tasks:
+        for method in methods:
             group = [r for r in rows if r["task"] == task and r["method"] == method]
             if not group:
                 continue
@@ -252,6 +256,12 @@ def main() -> int:
     parser.add_argument(
         "--results", default=None, help="results file (default: results/imitation/comparison.json)"
     )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the results file's rows (same settings) that this run does not measure again, and write the "
+        "file after every trained policy: a long comparison run in parts",
+    )
     args = parser.parse_args()
     unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
@@ -274,7 +284,13 @@ def main() -> int:
             Column("successes", "episodes ending in success"),
         ]
     )
-    rows: list[dict[str, Any]] = []
+    results_path = Path(args.results or default_results_path("imitation/comparison", quick=args.quick))
+    rows, earlier_demos = earlier_rows(results_path, args) if args.merge else ([], [])
+    if rows is None:
+        return 2
+    for row in earlier_demos:
+        if row["task"] not in args.tasks:
+            demonstrations.add(**row)
     for task in args.tasks:
         demos = out / f"{task}-demos.zarr"
         if not (demos / "zarr.json").exists():
@@ -295,29 +311,59 @@ def main() -> int:
                 continue
             for seed in args.seeds:
                 row = train_and_evaluate(task, method, seed, demos, out, args)
+                rows = [r for r in rows if (r["task"], r["method"], r["seed"]) != (task, method, seed)]
                 rows.append(row)
                 print(
                     {k: row[k] for k in ("task", "method", "seed", "successes", "episodes", "train_seconds")}
                 )
-    table = summarise(rows, args)
-    print(demonstrations.markdown() + "\n\n" + table.markdown())
-    path = write_results(
-        args.results or default_results_path("imitation/comparison", quick=args.quick),
-        {"comparison": table, "demonstrations": demonstrations},
+                if args.merge:
+                    save(results_path, rows, demonstrations, args)
+    path = save(results_path, rows, demonstrations, args)
+    print(demonstrations.markdown() + "\n\n" + summarise(rows, args).markdown())
+    print(f"results: {path}")
+    return 0
+
+
+SETTINGS = ("demos", "steps", "batch_size", "eval_episodes", "camera")
+
+
+def earlier_rows(path: Path, args) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """``--merge``: the rows and demonstration rows of the results file at ``path`` (none when it does not
+    exist yet); (None, []) after one line on stderr when it was measured with other settings."""
+    from embodia.core.results import read_results
+
+    if not path.exists():
+        return [], []
+    earlier = read_results(path)
+    settings = earlier["data"]["settings"]
+    differ = [
+        f"{k} {settings.get(k)} there, {getattr(args, k)} here"
+        for k in SETTINGS
+        if settings.get(k) != getattr(args, k)
+    ]
+    if differ:
+        print(
+            f"error: {path} was measured with other settings ({'; '.join(differ)}): use --results",
+            file=sys.stderr,
+        )
+        return None, []
+    return earlier["data"]["rows"], earlier["tables"]["demonstrations"]["rows"]
+
+
+def save(path: Path, rows: list[dict[str, Any]], demonstrations: Table, args) -> Path:
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    return write_results(
+        path,
+        {"comparison": summarise(rows, args), "demonstrations": demonstrations},
         name="imitation/comparison",
         title="BC, flow BC, ACT and Diffusion Policy on the same demonstrations",
-        seeds=args.seeds,
+        seeds=sorted({r["seed"] for r in rows}),
         data={
             "rows": rows,
             "act_paper": ACT_PAPER,
-            "settings": {
-                k: getattr(args, k)
-                for k in ("demos", "steps", "batch_size", "eval_episodes", "camera", "tasks")
-            },
+            "settings": {**{k: getattr(args, k) for k in SETTINGS}, "tasks": tasks},
         },
     )
-    print(f"results: {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -73,3 +73,43 @@ def test_an_unknown_method_is_refused_with_one_line(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--methods ['vq_bet']: not a method here; choose from bc, flow_bc, act" in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+def _comparison(tmp_path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "scripts/imitation_comparison.py",
+            "--quick",
+            "--tasks",
+            "Kitchen-PickPlaceCounterToSink",
+            "--out",
+            str(tmp_path / "runs"),
+            "--results",
+            str(tmp_path / "comparison.json"),
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+
+
+def test_a_comparison_run_in_parts_merges_into_one_results_file(tmp_path):
+    first = _comparison(tmp_path, "--methods", "flow_bc", "--merge")
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _comparison(tmp_path, "--methods", "bc", "--merge")
+    assert second.returncode == 0, second.stderr[-3000:]
+    produced = read_results(tmp_path / "comparison.json")
+    assert [(r["task"], r["method"]) for r in produced["data"]["rows"]] == [
+        ("Kitchen-PickPlaceCounterToSink", "flow_bc"),
+        ("Kitchen-PickPlaceCounterToSink", "bc"),
+    ]
+    # the table in the methods' order, whatever order the parts ran in
+    assert [r["method"] for r in produced["tables"]["comparison"]["rows"]] == ["bc", "flow_bc"]
+    assert len(produced["tables"]["demonstrations"]["rows"]) == 1
+    other = _comparison(tmp_path, "--methods", "bc", "--merge", "--camera", "32")
+    assert other.returncode == 2 and "Traceback" not in other.stderr
+    assert "was measured with other settings (camera 64 there, 32 here)" in other.stderr
+    assert len(read_results(tmp_path / "comparison.json")["data"]["rows"]) == 2
