@@ -67,7 +67,9 @@ def geoms_matching(scene: Any, pattern: str) -> set[int]:
 
 
 class _MicrowavePnP(MicrowaveTask):
-    """Door open (RoboCasa's 90-100 % of a quarter turn); the robot in front of the chamber."""
+    """Door open (RoboCasa's 90-100 % of a quarter turn); the robot in front of the chamber, its base 43-49 cm
+    from the door plane: from farther its forearm met the chamber's ceiling on the way to the plate; this close
+    its hand can start in the chamber's mouth, which the expert leaves first."""
 
     max_episode_steps = 450
 
