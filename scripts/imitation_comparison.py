@@ -350,11 +350,43 @@ def earlier_rows(path: Path, args) -> tuple[list[dict[str, Any]] | None, list[di
     return earlier["data"]["rows"], earlier["tables"]["demonstrations"]["rows"]
 
 
+def act_paper_table(rows: list[dict[str, Any]], args) -> Table:
+    """The ACT paper's success on its simulated tasks beside embodia's ACT on the same task (where measured)."""
+    table = Table(
+        [
+            Column("task", "task"),
+            Column("paper_scripted", "ACT paper, scripted demonstrations", ".0%"),
+            Column("paper_human", "ACT paper, human demonstrations", ".0%"),
+            Column("embodia", "embodia's ACT [95 % interval]", ".0%"),
+            Column("scale", "embodia's scale"),
+        ]
+    )
+    for task, paper in ACT_PAPER.items():
+        mine = [r for r in rows if r["task"] == task and r["method"] == "act"]
+        successes, episodes = sum(r["successes"] for r in mine), sum(r["episodes"] for r in mine)
+        table.add(
+            task=task,
+            paper_scripted=paper["scripted"],
+            paper_human=paper["human"],
+            embodia=interval(successes / episodes, *wilson_interval(successes, episodes))
+            if mine
+            else "not run",
+            scale=f"{args.demos} scripted demonstrations, {args.camera} x {args.camera} top camera, "
+            f"{args.steps} gradient steps at batch {args.batch_size} on a CPU (the paper: 480 x 640 cameras, "
+            "ImageNet ResNet-18s, 2000+ epochs on a GPU)",
+        )
+    return table
+
+
 def save(path: Path, rows: list[dict[str, Any]], demonstrations: Table, args) -> Path:
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     return write_results(
         path,
-        {"comparison": summarise(rows, args), "demonstrations": demonstrations},
+        {
+            "comparison": summarise(rows, args),
+            "demonstrations": demonstrations,
+            "act_paper": act_paper_table(rows, args),
+        },
         name="imitation/comparison",
         title="BC, flow BC, ACT and Diffusion Policy on the same demonstrations",
         seeds=sorted({r["seed"] for r in rows}),

@@ -53,6 +53,13 @@ def test_quick_comparison_trains_evaluates_and_times_every_method(tmp_path):
         "AlohaTransferCube",
     }
     assert produced["data"]["act_paper"]["AlohaTransferCube"]["scripted"] == 0.9
+    paper = {r["task"]: r for r in produced["tables"]["act_paper"]["rows"]}
+    assert (
+        paper["AlohaTransferCube"]["paper_scripted"] == 0.9
+        and paper["AlohaInsertion"]["embodia"] == "not run"
+    )
+    act = next(r for r in rows if (r["task"], r["method"]) == ("AlohaTransferCube", "act"))
+    assert paper["AlohaTransferCube"]["embodia"]["value"] == act["successes"] / act["episodes"]
 
 
 def test_an_unknown_method_is_refused_with_one_line(tmp_path):
