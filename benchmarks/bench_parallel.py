@@ -39,6 +39,7 @@ from embodia.core.results import Column, Table
 from embodia.data.recorder import EpisodeRecorder
 from embodia.data.store import TrajectoryStore
 from embodia.runner.parallel import ray_session, run_parallel
+from embodia.runner.ray_reaper import processes_naming, terminate
 
 RAY = Path(sys.executable).with_name("ray")
 PORT = 6399
@@ -95,8 +96,10 @@ def writer_rate(rgb: bool, seconds: float, tmp: Path) -> float:
     return rate
 
 
-def start_cluster(env: dict[str, str]) -> str:
-    node = ("--object-store-memory", "100000000", "--disable-usage-stats")
+def start_cluster(env: dict[str, str], temp_dir: Path) -> str:
+    """A 3-node cluster on this machine whose nodes keep their sessions in ``temp_dir`` (what names its
+    processes for the teardown: ``ray stop`` would stop every Ray on the machine, other people's included)."""
+    node = ("--object-store-memory", "100000000", "--disable-usage-stats", "--temp-dir", str(temp_dir))
     subprocess.run(
         [
             str(RAY),
@@ -223,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
         os.environ["RAY_AUTH_MODE"] = "disabled"
-        address = start_cluster(dict(os.environ))
+        cluster_dir = Path(tempfile.mkdtemp(prefix="embodia-ray-"))  # short: Ray's socket paths fit 107 bytes
         try:
+            address = start_cluster(dict(os.environ), cluster_dir)
             with ray_session(2, address):
                 for entry in raw["speedup"]:
                     episodes_per_second(entry["env_id"], 2, 2, address, tmp)  # start the node's workers
@@ -232,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                         entry["env_id"], entry["episodes"], 2, address, tmp
                     )
         finally:
-            subprocess.run([str(RAY), "stop", "--force"], capture_output=True)
+            terminate(processes_naming(str(cluster_dir)), kill_after=10.0)
+            shutil.rmtree(cluster_dir, ignore_errors=True)
         # overhead: one worker, ~1 s episodes (Kitchen-OpenDrawer's expert), both on a built environment;
         # serial and Ray in turns, the median of the per-repeat ratios (drift and episode noise cancel)
         n, repeats = (3, 1) if args.quick else (12, 3)

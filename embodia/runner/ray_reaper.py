@@ -67,6 +67,25 @@ def descendants(pid: int) -> dict[int, int]:
     return found
 
 
+def processes_naming(text: str) -> dict[int, int]:
+    """The processes whose command line contains ``text`` (a Ray cluster started with ``--temp-dir DIR``:
+    every node process names DIR, the agents and workers below them do not), with their descendants:
+    pid -> start time. What stops one cluster and no other, where ``ray stop`` stops every Ray on the
+    machine."""
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if text.encode() in command and int(entry.name) != os.getpid():
+            start = start_time(int(entry.name))
+            if start is not None:
+                found[int(entry.name)] = start
+            found.update(descendants(int(entry.name)))
+    return found
+
+
 def _alive(noted: dict[int, int]) -> list[int]:
     return [pid for pid, start in noted.items() if start_time(pid) == start]
 

@@ -21,7 +21,7 @@ import pytest
 import embodia
 from embodia.data.store import TrajectoryStore
 from embodia.runner.evaluate import evaluate_policy
-from embodia.runner.ray_reaper import descendants, start_time, terminate
+from embodia.runner.ray_reaper import descendants, processes_naming, terminate
 from tests.conftest import ROOT
 from tests.robot.robot_install import ROBOT_EMBODIA, robot_python
 
@@ -35,21 +35,8 @@ def _ray(*args: str, env: dict[str, str]) -> None:
 
 
 def cluster_processes(temp_dir: Path) -> dict[int, int]:
-    """The processes of the cluster whose nodes keep their sessions in ``temp_dir`` (every node process names
-    it on its command line; the agents and workers below them do not), with their descendants:
-    pid -> start time."""
-    found: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
-        except OSError:
-            continue
-        if str(temp_dir).encode() in command:
-            start = start_time(int(entry.name))
-            if start is not None:
-                found[int(entry.name)] = start
-            found.update(descendants(int(entry.name)))
-    return found
+    """The processes of the cluster whose nodes keep their sessions in ``temp_dir``, with their descendants."""
+    return processes_naming(str(temp_dir))
 
 
 @pytest.fixture(scope="module")
