@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 import embodia
-from embodia.core.results import Column, Table, default_results_path, interval, write_results
+from embodia.core.results import Column, Table, default_results_path, interval, provenance, write_results
 from embodia.data.store import TrajectoryStore
 from embodia.policies.train import TrainConfig, train
 from embodia.runner import rollout
@@ -285,9 +285,11 @@ def main() -> int:
         ]
     )
     results_path = Path(args.results or default_results_path("imitation/comparison", quick=args.quick))
-    rows, earlier_demos = earlier_rows(results_path, args) if args.merge else ([], [])
+    rows, earlier_demos, parts = earlier_rows(results_path, args) if args.merge else ([], [], [])
     if rows is None:
         return 2
+    this_part = {k: v for k, v in provenance().items() if k in ("command", "commit")}
+    parts = [*parts, this_part]
     for row in earlier_demos:
         if row["task"] not in args.tasks:
             demonstrations.add(**row)
@@ -310,15 +312,18 @@ def main() -> int:
             if method_options(method, task, args.camera, args.quick) is None:
                 continue
             for seed in args.seeds:
-                row = train_and_evaluate(task, method, seed, demos, out, args)
+                row = {
+                    **train_and_evaluate(task, method, seed, demos, out, args),
+                    "commit": this_part["commit"],
+                }
                 rows = [r for r in rows if (r["task"], r["method"], r["seed"]) != (task, method, seed)]
                 rows.append(row)
                 print(
                     {k: row[k] for k in ("task", "method", "seed", "successes", "episodes", "train_seconds")}
                 )
                 if args.merge:
-                    save(results_path, rows, demonstrations, args)
-    path = save(results_path, rows, demonstrations, args)
+                    save(results_path, rows, demonstrations, parts, args)
+    path = save(results_path, rows, demonstrations, parts, args)
     print(demonstrations.markdown() + "\n\n" + summarise(rows, args).markdown())
     print(f"results: {path}")
     return 0
@@ -327,13 +332,16 @@ def main() -> int:
 SETTINGS = ("demos", "steps", "batch_size", "eval_episodes", "camera")
 
 
-def earlier_rows(path: Path, args) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
-    """``--merge``: the rows and demonstration rows of the results file at ``path`` (none when it does not
-    exist yet); (None, []) after one line on stderr when it was measured with other settings."""
+def earlier_rows(
+    path: Path, args
+) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]], list[dict[str, str]]]:
+    """``--merge``: the rows, demonstration rows and parts (command and commit of each run) of the results
+    file at ``path`` (none when it does not exist yet); (None, [], []) after one line on stderr when it was
+    measured with other settings."""
     from embodia.core.results import read_results
 
     if not path.exists():
-        return [], []
+        return [], [], []
     earlier = read_results(path)
     settings = earlier["data"]["settings"]
     differ = [
@@ -346,8 +354,9 @@ def earlier_rows(path: Path, args) -> tuple[list[dict[str, Any]] | None, list[di
             f"error: {path} was measured with other settings ({'; '.join(differ)}): use --results",
             file=sys.stderr,
         )
-        return None, []
-    return earlier["data"]["rows"], earlier["tables"]["demonstrations"]["rows"]
+        return None, [], []
+    parts = earlier["data"].get("parts") or [{"command": earlier["command"], "commit": earlier["commit"]}]
+    return earlier["data"]["rows"], earlier["tables"]["demonstrations"]["rows"], parts
 
 
 def act_paper_table(rows: list[dict[str, Any]], args) -> Table:
@@ -373,12 +382,15 @@ def act_paper_table(rows: list[dict[str, Any]], args) -> Table:
             else "not run",
             scale=f"{args.demos} scripted demonstrations, {args.camera} x {args.camera} top camera, "
             f"{args.steps} gradient steps at batch {args.batch_size} on a CPU (the paper: 480 x 640 cameras, "
-            "ImageNet ResNet-18s, 2000+ epochs on a GPU)",
+            "ImageNet ResNet-18s, 2000 epochs on a GPU)",
         )
     return table
 
 
-def save(path: Path, rows: list[dict[str, Any]], demonstrations: Table, args) -> Path:
+def save(
+    path: Path, rows: list[dict[str, Any]], demonstrations: Table, parts: list[dict[str, str]], args
+) -> Path:
+    """The results file: the tables, every row, and the runs (parts) that measured them."""
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     return write_results(
         path,
@@ -389,8 +401,10 @@ def save(path: Path, rows: list[dict[str, Any]], demonstrations: Table, args) ->
         },
         name="imitation/comparison",
         title="BC, flow BC, ACT and Diffusion Policy on the same demonstrations",
+        command=" ; ".join(part["command"] for part in parts),
         seeds=sorted({r["seed"] for r in rows}),
         data={
+            "parts": parts,
             "rows": rows,
             "act_paper": ACT_PAPER,
             "settings": {**{k: getattr(args, k) for k in SETTINGS}, "tasks": tasks},

@@ -116,6 +116,13 @@ def test_a_comparison_run_in_parts_merges_into_one_results_file(tmp_path):
     # the table in the methods' order, whatever order the parts ran in
     assert [r["method"] for r in produced["tables"]["comparison"]["rows"]] == ["bc", "flow_bc"]
     assert len(produced["tables"]["demonstrations"]["rows"]) == 1
+    # each part's command and commit, and each row's commit
+    parts = produced["data"]["parts"]
+    assert ["--methods flow_bc" in p["command"] for p in parts] == [True, False] and "--methods bc" in parts[
+        1
+    ]["command"]
+    assert produced["command"] == " ; ".join(p["command"] for p in parts)
+    assert all(r["commit"] == produced["commit"] for r in produced["data"]["rows"])
     other = _comparison(tmp_path, "--methods", "bc", "--merge", "--camera", "32")
     assert other.returncode == 2 and "Traceback" not in other.stderr
     assert "was measured with other settings (camera 64 there, 32 here)" in other.stderr
