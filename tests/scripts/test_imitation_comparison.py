@@ -10,9 +10,12 @@ import sys
 from embodia.core.results import read_results
 from tests.conftest import ROOT
 
+KITCHEN = ("--tasks", "Kitchen-PickPlaceCounterToSink")  # one flat-observation task: the merge tests' parts
 
-def test_quick_comparison_trains_evaluates_and_times_every_method(tmp_path):
-    result = subprocess.run(
+
+def _comparison(tmp_path, *extra: str) -> subprocess.CompletedProcess:
+    """``imitation_comparison.py --quick`` writing under ``tmp_path``, with ``extra`` arguments."""
+    return subprocess.run(
         [
             sys.executable,
             "scripts/imitation_comparison.py",
@@ -21,12 +24,17 @@ def test_quick_comparison_trains_evaluates_and_times_every_method(tmp_path):
             str(tmp_path / "runs"),
             "--results",
             str(tmp_path / "comparison.json"),
+            *extra,
         ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=1200,
     )
+
+
+def test_quick_comparison_trains_evaluates_and_times_every_method(tmp_path):
+    result = _comparison(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     produced = read_results(tmp_path / "comparison.json")
     rows = produced["data"]["rows"]
@@ -82,31 +90,10 @@ def test_an_unknown_method_is_refused_with_one_line(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def _comparison(tmp_path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "scripts/imitation_comparison.py",
-            "--quick",
-            "--tasks",
-            "Kitchen-PickPlaceCounterToSink",
-            "--out",
-            str(tmp_path / "runs"),
-            "--results",
-            str(tmp_path / "comparison.json"),
-            *extra,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-
-
 def test_a_comparison_run_in_parts_merges_into_one_results_file(tmp_path):
-    first = _comparison(tmp_path, "--methods", "flow_bc", "--merge")
+    first = _comparison(tmp_path, *KITCHEN, "--methods", "flow_bc", "--merge")
     assert first.returncode == 0, first.stderr[-3000:]
-    second = _comparison(tmp_path, "--methods", "bc", "--merge")
+    second = _comparison(tmp_path, *KITCHEN, "--methods", "bc", "--merge")
     assert second.returncode == 0, second.stderr[-3000:]
     produced = read_results(tmp_path / "comparison.json")
     assert [(r["task"], r["method"]) for r in produced["data"]["rows"]] == [
@@ -123,7 +110,7 @@ def test_a_comparison_run_in_parts_merges_into_one_results_file(tmp_path):
     ]["command"]
     assert produced["command"] == " ; ".join(p["command"] for p in parts)
     assert all(r["commit"] == produced["commit"] for r in produced["data"]["rows"])
-    other = _comparison(tmp_path, "--methods", "bc", "--merge", "--camera", "32")
+    other = _comparison(tmp_path, *KITCHEN, "--methods", "bc", "--merge", "--camera", "32")
     assert other.returncode == 2 and "Traceback" not in other.stderr
     assert "was measured with other settings (camera 64 there, 32 here)" in other.stderr
     assert len(read_results(tmp_path / "comparison.json")["data"]["rows"]) == 2
