@@ -25,6 +25,7 @@ from pathlib import Path
 
 from embodia.core.errors import ConfigError
 from embodia.core.results import Column, Table, default_results_path, write_results
+from embodia.data.store import TrajectoryStore
 from embodia.policies.comparison_results import dataset_coverage, environment_slug
 from embodia.policies.paper_settings import PAPER_SETTINGS, method_setting, sparse_rewards
 from embodia.policies.train import TrainConfig, train
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     dataset = out / "data" / f"{args.env}-task{args.task_id}-play-{'sparse' if sparse else 'dense'}.zarr"
     if args.quick:
         dataset = dataset.with_name(f"quick-{dataset.name}")
-    if not (dataset / "zarr.json").exists():
+    if not (dataset / "zarr.json").exists() or TrajectoryStore(dataset).num_episodes < args.episodes:
+        # missing, or cut short by an interrupted run: generated again (as the comparison does)
         generate_dataset(
             f"embodia/{args.env}-Play-v0",
             args.episodes,
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     coverage = dataset_coverage(dataset, args.task_id)
     if coverage["episodes"] != args.episodes:
         print(
-            f"{dataset} holds {coverage['episodes']} episodes, not --episodes {args.episodes}: "
+            f"{dataset} holds {coverage['episodes']} episodes, more than --episodes {args.episodes}: "
             "pass its count or another --out",
             file=sys.stderr,
         )
