@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from pathlib import Path
 
 import imageio.v2 as imageio
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import embodia
 from benchmarks import bench_kitchen
@@ -37,13 +35,11 @@ def test_registry_lists_the_kitchen_tasks():
 
 
 @pytest.mark.parametrize("env_id", KITCHEN_IDS)
-def test_contract(env_id):
+def test_observations_rewards_and_exact_state(env_id):
+    # gymnasium's check_env and embodia's check_embodied_env run on every kitchen id in
+    # tests/envs/test_registry.py::test_contract; here what a kitchen adds to that contract
     env = embodia.make(env_id, render_mode="rgb_array", width=64, height=48)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            warnings.filterwarnings("ignore", message=".*infinity.*")  # proprioception is unbounded
-            check_env(env.unwrapped, skip_render_check=False)
         obs, info = env.reset(seed=3)
         assert env.observation_space.contains(obs)
         assert set(obs) == {"state", "proprio", "instruction"}
