@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
 import signal
@@ -36,6 +37,19 @@ else:
 # as under a terminal.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` imported as a module (scripts are not a package), for tests that call its functions."""
+    spec = importlib.util.spec_from_file_location(f"_embodia_script_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_script(name: str, *args: str) -> int:
+    """Call ``scripts/<name>.py``'s ``main(list(args))`` in this process; return its exit code."""
+    return load_script(name).main(list(args))
 
 
 def run_cli(*args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:

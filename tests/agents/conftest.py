@@ -19,7 +19,9 @@ import pytest
 from mcp import StdioServerParameters
 
 from embodia.agents.llm import LocalLM, load_local_lm
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_script
+
+__all__ = ["run_script"]  # the agent tests import it from here
 
 
 @pytest.fixture(scope="session")
@@ -69,18 +71,6 @@ def chat_server(smol: LocalLM) -> Iterator[SimpleNamespace]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def run_script(name: str, *args: str) -> int:
-    """Import ``scripts/<name>.py`` and call its ``main(args)`` in this process (sharing the loaded model)."""
-    import importlib.util
-
-    from tests.conftest import ROOT
-
-    spec = importlib.util.spec_from_file_location(f"_embodia_script_{name}", ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(args))
 
 
 def mcp_server(workspace: Path) -> StdioServerParameters:

@@ -3,24 +3,20 @@ the committed one (results/envs/ogbench_experts.json)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from embodia.core.results import default_results_path, layout_differences, read_results
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "measure_ogbench_experts.py"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("measure_ogbench_experts", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.conftest import load_script
 
 
 def test_quick_run_writes_the_committed_layout(tmp_path: Path) -> None:
     out = tmp_path / "ogbench_experts.json"
-    assert load_script().main(["--quick", "--envs", "PointMaze-Medium", "--results", str(out)]) == 0
+    assert (
+        load_script("measure_ogbench_experts").main(
+            ["--quick", "--envs", "PointMaze-Medium", "--results", str(out)]
+        )
+        == 0
+    )
     written = read_results(out)
     assert layout_differences(written, read_results(default_results_path("envs/ogbench_experts"))) == []
     (row,) = written["tables"]["experts"]["rows"]

@@ -3,26 +3,17 @@ dataset's coverage and the settings into a results file; a bad method label is o
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from embodia.core.results import read_results
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "offline_rl_budget.py"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("offline_rl_budget", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.conftest import load_script
 
 
 def test_quick_run_writes_the_success_curve(tmp_path: Path) -> None:
     results = tmp_path / "budget.json"
-    script = load_script()
+    script = load_script("offline_rl_budget")
     assert (
         script.main(["--quick", "--method", "qc_fql", "--out", str(tmp_path), "--results", str(results)]) == 0
     )
