@@ -67,6 +67,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def report_evaluation(record: dict) -> None:
+    """Print an evaluation as soon as it is logged (a long run's log file shows the curve as it grows)."""
+    if "eval" in record:
+        print(
+            f"step {record['step']}: success {record['eval']['success_rate']:.0%}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
@@ -112,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             method_config={**args.setting.config, "matmul_precision": args.matmul_precision},
         ),
         progress=not args.quick,
+        on_log=report_evaluation,
     )
     seconds = time.perf_counter() - started
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
