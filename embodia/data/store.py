@@ -30,7 +30,6 @@ import datetime as _dt
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from embodia.core.errors import (
     StoreNotFoundError,
     StoreSchemaError,
 )
+from embodia.data.episode_meta import EpisodeMeta
 from embodia.data.store_arrays import (
     checked_episode,
     create_data_arrays,
@@ -92,22 +92,6 @@ READABLE_FORMATS = (FORMAT_VERSION, VIDEO_FORMAT_VERSION)
 
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class EpisodeMeta:
-    """One row of ``meta/episodes``."""
-
-    index: int
-    env_id: str
-    env_kwargs: dict[str, Any]
-    seed: int
-    success: bool
-    length: int
-    return_: float
-    start: int
-    initial_state: np.ndarray | None = field(default=None, repr=False)
-    final_state: np.ndarray | None = field(default=None, repr=False)
 
 
 class TrajectoryStore(VideoAndFps):

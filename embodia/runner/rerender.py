@@ -45,7 +45,8 @@ import numpy as np
 from embodia.core.env import supports_state
 from embodia.core.errors import EmbodiaError, ReplayMismatchError, StoreError
 from embodia.data.edit_output import check_destination
-from embodia.data.store import EpisodeMeta, TrajectoryStore
+from embodia.data.episode_meta import EpisodeMeta
+from embodia.data.store import TrajectoryStore
 from embodia.data.store_integrity import PATH_PROBLEMS, classify_path
 from embodia.envs import make
 from embodia.envs.registration import resolve_id
