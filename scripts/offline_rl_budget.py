@@ -139,7 +139,6 @@ def main(argv: list[str] | None = None) -> int:
             rate = record["eval"]["success_rate"]
             low, high = wilson_interval(round(rate * args.eval_episodes), args.eval_episodes)
             curve.add(step=record["step"], success=rate, interval=[low, high], episodes=args.eval_episodes)
-            print(f"step {record['step']}: {rate:.0%} [{low:.0%}, {high:.0%}]", file=sys.stderr)
     label = args.setting.label or args.method
     name = f"offline_rl/{environment_slug(args.env)}_budget"
     path = write_results(
