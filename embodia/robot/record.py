@@ -39,7 +39,7 @@ import numpy as np
 from embodia.core.validation import validate
 from embodia.robot import ros
 from embodia.robot.config import Name, PositiveInt, Seconds
-from embodia.robot.convert import header_stamp_ns
+from embodia.robot.convert import header_stamp_ns, message_class
 from embodia.robot.converters import TEXT_BYTES, TopicValues, convert_message
 from embodia.robot.errors import MessageError, RobotConfigError
 
@@ -77,6 +77,12 @@ class _Segment:
     success: bool | None = None
     expected: int | None = None
     """the number of rows the episode's ``end`` event announced (None: not ended, or not announced)"""
+    closed: bool = False
+    """a later episode has a row: no row of this one can follow (rows of one topic arrive in order)"""
+    end: int | None = None
+    """the stamp its ``end`` event gave (the next episode's first observation): later rows are not its own"""
+    placeholder: bool = False
+    """opened for rows past an ended episode's ``end`` stamp, ahead of the next episode's ``start`` event"""
 
 
 @dataclass
@@ -87,9 +93,9 @@ class EpisodeAssembler:
     observation, and a row belongs to the episode with the latest start stamp not after the row's
     stamp. Events and commands come from different publishers and arrive in either order: a row that
     comes before its episode's start event moves into the episode when the event arrives, and an
-    episode is committed only once the next episode has a row (rows of one topic arrive in order,
-    so nothing of the earlier episode can follow), or when recording stops. Unstamped rows follow the
-    order of arrival.
+    episode is committed only once it has all its rows — those its ``end`` event announced, or, once
+    the next episode has a row, all there will be (rows of one topic arrive in order) — and the
+    observations they answer, or when recording stops. Unstamped rows follow the order of arrival.
     """
 
     keys: list[str]
@@ -140,14 +146,21 @@ class EpisodeAssembler:
         if key == self.step_key and len(self.latest) == len(self.keys):
             stamp = stamp_ns if stamp_ns is not None else self._stamp
             index = self._segment_for(stamp)
+            ended_at = self._segments[index].end
+            if stamp is not None and ended_at is not None and stamp >= ended_at:
+                # the next episode's command, ahead of its start event: never a row of the ended one
+                self._segments.append(_Segment(ended_at, {"env_id": self.env_id}, placeholder=True))
+                index = len(self._segments) - 1
             if stamp_ns is not None and self._answered(index, stamp_ns):
                 self.duplicates += 1
                 return
             row = dict(self.latest)  # the fallback values
             row["__stamp__"] = stamp_ns
             self._segments[index].rows.append((stamp, row))
-            for _ in range(index):  # a row of a later episode: the earlier ones are complete
-                self._commit(self._segments.pop(0))
+            for segment in self._segments[
+                :index
+            ]:  # a row of a later episode: the earlier ones have all theirs
+                segment.closed = True
         self._commit_complete()
 
     def _answered(self, index: int, stamp: int) -> bool:
@@ -157,14 +170,34 @@ class EpisodeAssembler:
         return any(s == stamp for s, row in self._segments[index].rows if row["__stamp__"] is not None)
 
     def _complete(self, segment: _Segment) -> bool:
-        """Whether an ended episode has all the rows its ``end`` event announced, each with its observations."""
-        if segment.expected is None or len(segment.rows) < segment.expected:
+        """Whether an episode has all its rows (those its ``end`` event announced, or a later episode has a
+        row), each with its observations: on another topic, the observation a command answers can arrive
+        after the next episode's first command."""
+        if not segment.closed and (segment.expected is None or len(segment.rows) < segment.expected):
             return False
         stamped = [k for k in self.keys if k != self.step_key and k in self._by_stamp]
         return all(
             row["__stamp__"] is None or all(row["__stamp__"] in self._by_stamp[k] for k in stamped)
             for _, row in segment.rows
         )
+
+    def outstanding(self) -> int | None:
+        """What the ended, unwritten episodes still wait for: announced rows not yet received plus rows
+        whose observations have not arrived (None when an ended episode announced no row count)."""
+        ended = [s for s in self._segments if s.success is not None]
+        if any(s.expected is None for s in ended):
+            return None
+        stamped = [k for k in self.keys if k != self.step_key and k in self._by_stamp]
+        waiting = 0
+        for segment in ended:
+            waiting += max(0, int(segment.expected or 0) - len(segment.rows))
+            waiting += sum(
+                1
+                for _, row in segment.rows
+                if row["__stamp__"] is not None
+                and any(row["__stamp__"] not in self._by_stamp[k] for k in stamped)
+            )
+        return waiting
 
     def _commit_complete(self) -> None:
         """Write every complete episode at the head of the queue (in order; the last open one stays open)."""
@@ -210,6 +243,8 @@ class EpisodeAssembler:
             if segment.start is not None:  # rows that came before their start event move in
                 segment.rows = [r for r in previous.rows if r[0] is not None and r[0] >= segment.start]
                 previous.rows = [r for r in previous.rows if not (r[0] is not None and r[0] >= segment.start)]
+                if previous.placeholder and not previous.rows:
+                    self._segments.pop()
             self._segments.append(segment)
             if segment.start is None:  # unstamped streams: the event order is all there is
                 while len(self._segments) > 1:
@@ -220,6 +255,8 @@ class EpisodeAssembler:
             segment.success = bool(event.get("success", False))
             if isinstance(event.get("commands"), int):
                 segment.expected = int(event["commands"])
+            if isinstance(event.get("stamp_ns"), int):
+                segment.end = int(event["stamp_ns"])
             self.ended += 1
             self._commit_complete()
 
@@ -309,8 +346,6 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
         text_width: Callable[[str], int] | None = None,
     ) -> None:
         super().__init__(name)
-        from embodia.robot.convert import message_class
-
         self.assembler = assembler
         self.rejected = 0
         self.messages = 0
@@ -318,15 +353,31 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
         types = self._discover([t for t, _ in topics], discovery_timeout)
         classes = {topic: message_class(types[topic]) for topic, _ in topics}  # any installed type
         width = text_width or (lambda _key: TEXT_BYTES)
+        self._data_subscriptions = {}
         for topic, key in topics:
             kind = types[topic]
             values = TopicValues(key, width)
-            self.create_subscription(classes[topic], topic, self._callback(key, kind, values), ros.qos(1000))
-        if episode_topic:
-            self.create_subscription(
-                message_class("String"), episode_topic, self._callback(None, "String", None), ros.qos(1000)
+            self._data_subscriptions[topic] = self.create_subscription(
+                classes[topic], topic, self._callback(key, kind, values), ros.qos(1000)
             )
+        self.episode_topic = episode_topic
+        self.following_episodes = False
         self.get_logger().info(f"recording {', '.join(f'{t} ({types[t]}) as {k}' for t, k in topics)}")
+
+    def unconnected(self) -> list[str]:
+        """Recorded topics none of whose publishers is connected to this recorder yet."""
+        return [t for t, s in self._data_subscriptions.items() if s.get_publisher_count() < 1]
+
+    def follow_episodes(self) -> None:
+        """Subscribe the episode topic (after the data topics: see :func:`wait_and_follow_episodes`)."""
+        if self.episode_topic and not self.following_episodes:
+            self.create_subscription(
+                message_class("String"),
+                self.episode_topic,
+                self._callback(None, "String", None),
+                ros.qos(1000),
+            )
+            self.following_episodes = True
 
     def _discover(self, topics: list[str], timeout: float) -> dict[str, str]:
         """Wait until every topic is advertised and return its type (``ros2 topic info`` style)."""
@@ -371,9 +422,9 @@ class RecorderNode(_node_base()):  # type: ignore[misc]
         return callback
 
 
-#: how long a recorder whose episodes have all ended waits without a single new message before it writes
-#: what it has: a safety net for lost messages, never what decides a normal stop (that is the rows
-#: an episode's ``end`` event announced)
+#: how long a recorder whose episodes have all ended waits without progress (a row or an observation its
+#: ended episodes wait for) before it writes what it has: a safety net for lost messages, never what
+#: decides a normal stop (that is the rows an episode's ``end`` event announced)
 DRAIN_IDLE_SECONDS = 30.0
 #: the same for episodes whose ``end`` event announced no row count (not a lockstep bridge): their last
 #: rows are recognised only by silence
@@ -384,18 +435,27 @@ def _drain(node: Any, assembler: EpisodeAssembler, episodes: int, duration: floa
     """Take the rows still on their way after the last ``end`` event, until ``episodes`` are written.
 
     Progress resets the wait: a machine under load delivers slowly but delivers. Only a stream that
-    stays silent for ``DRAIN_IDLE_SECONDS`` (messages lost) ends the wait; the episodes then written
+    brings nothing the ended episodes wait for during ``DRAIN_IDLE_SECONDS`` (messages lost) ends the
+    wait; the episodes then written
     are what arrived, and a warning names the ones that are short.
     """
     announced = all(expected is not None for _, expected in assembler.open_ended)
     idle_limit = DRAIN_IDLE_SECONDS if announced else DRAIN_IDLE_UNANNOUNCED_SECONDS
-    seen = [node.messages]
+
+    def progress() -> tuple[int, int]:
+        # announced episodes progress only when they wait for less than ever before: commands a policy
+        # keeps publishing after the last episode (safe stops) are messages, not progress
+        outstanding = assembler.outstanding()
+        return assembler.episodes, (-outstanding if outstanding is not None else node.messages)
+
+    best = [progress()]
     last_progress = [time.monotonic()]
 
     def done() -> bool:
         now = time.monotonic()
-        if node.messages != seen[0]:
-            seen[0], last_progress[0] = node.messages, now
+        current = progress()
+        if current > best[0]:
+            best[0], last_progress[0] = current, now
         return assembler.episodes >= episodes or now - last_progress[0] >= idle_limit
 
     ros.spin(node, None, should_stop=done, duration=duration)
@@ -405,6 +465,45 @@ def _drain(node: Any, assembler: EpisodeAssembler, episodes: int, duration: floa
             f"no message for {idle_limit:g} s with {len(short)} episode(s) incomplete "
             f"({', '.join(f'{got} of {want} rows' for got, want in short)}): writing what arrived"
         )
+
+
+#: how often a recorder waiting for the publishers of its topics says which it still waits for
+WAIT_LOG_SECONDS = 5.0
+
+
+def wait_for_publishers(node: RecorderNode, duration: float | None) -> list[str]:
+    """Spin until every recorded topic has a connected publisher, ``duration`` runs out or Ctrl-C; returns
+    the topics still without one (and says every ``WAIT_LOG_SECONDS`` which they are)."""
+    last_log = [time.monotonic()]
+
+    def connected() -> bool:
+        missing = node.unconnected()
+        now = time.monotonic()
+        if missing and now - last_log[0] >= WAIT_LOG_SECONDS:
+            last_log[0] = now
+            node.get_logger().info(
+                f"waiting for a publisher on {', '.join(missing)} before following episodes"
+            )
+        return not missing
+
+    ros.spin(node, None, should_stop=connected, duration=duration)
+    return node.unconnected()
+
+
+def wait_and_follow_episodes(node: RecorderNode, duration: float | None) -> None:
+    """Subscribe the episode topic only once every recorded topic has a connected publisher.
+
+    A simulator bridge started with ``--wait-for-subscribers`` begins its first episode when the episode
+    topic has its subscribers, so a recorder that joins the episode topic last is connected to the
+    command publisher before any episode starts. DDS discovery is asymmetric and, under load, slow: a
+    recorder that subscribed everything at once was seen by the bridge while the policy's command
+    publisher was not yet connected to it, and lost the first second of commands. A topic without a
+    publisher could never make a row anyway (rows start once every topic has delivered), so the wait
+    costs nothing; it ends at ``duration`` or Ctrl-C like the recording.
+    """
+    if node.episode_topic:
+        wait_for_publishers(node, duration)
+        node.follow_episodes()
 
 
 def record(
@@ -453,13 +552,15 @@ def record(
         node = RecorderNode(specs, assembler, episode_topic, text_width=sink.text_width)
         node.max_episodes = episodes
         started = time.monotonic()
+        wait_and_follow_episodes(node, duration)
+        left = None if duration is None else max(0.0, duration - (time.monotonic() - started))
         ros.spin(
             node,
             None,
             should_stop=lambda: (
                 episodes is not None and (assembler.episodes >= episodes or assembler.ended >= episodes)
             ),
-            duration=duration,
+            duration=left,
         )
         if episodes is not None and assembler.ended >= episodes and assembler.episodes < episodes:
             left = None if duration is None else max(0.0, duration - (time.monotonic() - started))

@@ -111,9 +111,11 @@ class BridgeConfig:
     """start the first episode only when a controller publishes on ``cmd`` and every observation topic
     and ``episode`` have at least this many subscribers (e.g. 2: the policy node and a recorder)"""
     settle: Annotated[float, Field(ge=0)] = 1.0
-    """with ``wait_for_subscribers``: seconds to wait after everyone is seen before the first episode. DDS
-    discovery is asymmetric: the graph lists a recorder's subscription on ``cmd`` before the policy node's
-    publisher delivers to it, and the recorder would miss the first commands of episode 0."""
+    """with ``wait_for_subscribers``: seconds to wait after everyone is seen before the first episode, a
+    margin only. What makes a recorder miss nothing is its order: it joins ``episode`` only once the
+    publishers of its topics (the policy's ``cmd``) are connected to it (:mod:`embodia.robot.record`);
+    DDS discovery is asymmetric, and under load a recorder seen on ``cmd`` waited over a second for the
+    policy node's publisher to deliver to it."""
     results: str | None = None
     """write per-episode results (JSON) here when the bridge stops"""
     faults: str | None = None
@@ -225,8 +227,10 @@ class SimBridge:
 
     def end_event(self) -> dict[str, Any]:
         """The ``end`` event; in lockstep it announces how many commands the episode took (one per step),
-        so a recorder knows when it has all of them (the event and the commands travel separately)."""
-        event = {"event": "end", **self.results[-1]}
+        so a recorder knows when it has all of them (the event and the commands travel separately). Its
+        ``stamp_ns`` is the simulated time after the last step (the next episode's first observation):
+        a command stamped with it or later is not this episode's."""
+        event = {"event": "end", **self.results[-1], "stamp_ns": self.sim_time_ns}
         if self.config.mode == "lockstep":
             event["commands"] = self.results[-1]["length"]
         return event
