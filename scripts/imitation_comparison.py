@@ -71,16 +71,37 @@ QUICK_OPTIONS = {
 }
 
 
+#: ``--scale cpu``: ACT's and Diffusion Policy's networks narrowed to what this 2-core CPU trains in well under
+#: an hour per seed (the papers' sizes: 13 s and about 6 s per update at batch 64 here); every other setting
+#: (chunk and horizons, KL weight, noise schedule, learning rates, batch) stays the paper's
+CPU_SCALE = {
+    "act": {"d_model": 256, "feedforward": 1024, "encoder_layers": 2, "vae_layers": 2},
+    "diffusion_policy": {"down_dims": [64, 128, 256]},
+}
+#: the batch size of a method's reference code where it is not ``--batch-size`` (ACT's ``imitate_episodes.py``
+#: trains with batch 8; LeRobot's ACT recipe too)
+PAPER_BATCH = {"act": 8}
+
+
 def method_options(
-    method: str, task: str, camera: int, quick: bool = False
+    method: str, task: str, camera: int, quick: bool = False, scale: str = "paper"
 ) -> tuple[str, dict[str, Any]] | None:
     """(learner, its config) for ``method`` on ``task``, or None where the method does not apply."""
     chosen = _method_options(method, task, camera)
-    if chosen is None or not quick:
-        return chosen
+    if chosen is None:
+        return None
     learner, options = chosen
-    extra = {k: v for k, v in QUICK_OPTIONS[method].items() if learner != "pixel_bc" or k != "hidden"}
-    return learner, {**options, **extra}
+    if scale == "cpu":
+        options = {**options, **CPU_SCALE.get(method, {})}
+    if quick:
+        extra = {k: v for k, v in QUICK_OPTIONS[method].items() if learner != "pixel_bc" or k != "hidden"}
+        options = {**options, **extra}
+    return learner, options
+
+
+def batch_size(method: str, args) -> int:
+    """The method's batch: its reference code's (``PAPER_BATCH``), else ``--batch-size``; ``--quick``: 8."""
+    return args.batch_size if args.quick else PAPER_BATCH.get(method, args.batch_size)
 
 
 def _method_options(method: str, task: str, camera: int) -> tuple[str, dict[str, Any]] | None:
@@ -148,8 +169,9 @@ def onnx_latency(policy_dir: Path, observation: dict[str, Any], calls: int = LAT
 
 
 def train_and_evaluate(task: str, method: str, seed: int, demos: Path, out: Path, args) -> dict[str, Any]:
-    learner, options = method_options(method, task, args.camera, args.quick)
+    learner, options = method_options(method, task, args.camera, args.quick, args.scale)
     run = out / f"{task}-{method}-seed{seed}"
+    batch = batch_size(method, args)
     started = time.perf_counter()
     train(
         TrainConfig(
@@ -157,7 +179,7 @@ def train_and_evaluate(task: str, method: str, seed: int, demos: Path, out: Path
             dataset=str(demos),
             out=str(run),
             steps=args.steps,
-            batch_size=args.batch_size,
+            batch_size=batch,
             seed=seed,
             eval_every=0,
             eval_episodes=0,
@@ -181,6 +203,8 @@ def train_and_evaluate(task: str, method: str, seed: int, demos: Path, out: Path
         "method": method,
         "learner": learner,
         "options": options,
+        "scale": args.scale if method in CPU_SCALE else "paper",
+        "batch_size": batch,
         "seed": seed,
         "successes": report.successes,
         "episodes": report.episodes,
@@ -206,21 +230,30 @@ def summarise(rows: list[dict[str, Any]], args) -> Table:
                 ".0%",
             ),
             Column("per_seed", "per seed"),
+            Column("batch", "batch"),
             Column("train_minutes", f"training ({args.steps} steps), min per seed", ".1f"),
             Column("torch_ms", "one call, torch (ms)", ".2f"),
             Column("onnx_ms", "one call, ONNX Runtime (ms)", ".2f"),
         ]
     )
     for task in tasks:
-        for method in methods:
-            group = [r for r in rows if r["task"] == task and r["method"] == method]
+        for method, scale in [(m, s) for m in methods for s in ("paper", "cpu")]:
+            group = [
+                r
+                for r in rows
+                if r["task"] == task and r["method"] == method and r.get("scale", "paper") == scale
+            ]
             if not group:
                 continue
             successes, episodes = sum(r["successes"] for r in group), sum(r["episodes"] for r in group)
             onnx = [r["onnx_call_seconds"] for r in group if r["onnx_call_seconds"] is not None]
+            label = f"{method} ({group[0]['learner']})" if group[0]["learner"] != method else method
+            if scale == "cpu":
+                label += f", CPU scale ({', '.join(f'{k} {v}' for k, v in CPU_SCALE[method].items())})"
             table.add(
                 task=task,
-                method=f"{method} ({group[0]['learner']})" if group[0]["learner"] != method else method,
+                method=label,
+                batch=group[0].get("batch_size", args.batch_size),
                 success=interval(successes / episodes, *wilson_interval(successes, episodes)),
                 per_seed=", ".join(f"{r['successes'] / r['episodes']:.0%}" for r in group),
                 train_minutes=float(np.mean([r["train_seconds"] for r in group]) / 60),
@@ -246,7 +279,15 @@ def main() -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds")
     parser.add_argument("--demos", type=int, default=50, help="demonstrations per task (the ACT paper: 50)")
     parser.add_argument("--steps", type=int, default=3000, help="gradient steps of every method")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="every method's batch but ACT's (8, as its reference code)"
+    )
+    parser.add_argument(
+        "--scale",
+        choices=["paper", "cpu"],
+        default="paper",
+        help="ACT and Diffusion Policy at the papers' network sizes, or narrowed to fit a CPU (CPU_SCALE)",
+    )
     parser.add_argument("--eval-episodes", type=int, default=10, help="per training seed")
     parser.add_argument("--camera", type=int, default=64, help="camera tasks: image side in pixels")
     parser.add_argument(
@@ -309,7 +350,7 @@ def main() -> int:
             successes=int(store.episodes_table()["success"].sum()),
         )
         for method in args.methods:
-            if method_options(method, task, args.camera, args.quick) is None:
+            if method_options(method, task, args.camera, args.quick, args.scale) is None:
                 continue
             for seed in args.seeds:
                 row = {
@@ -373,6 +414,8 @@ def act_paper_table(rows: list[dict[str, Any]], args) -> Table:
     for task, paper in ACT_PAPER.items():
         mine = [r for r in rows if r["task"] == task and r["method"] == "act"]
         successes, episodes = sum(r["successes"] for r in mine), sum(r["episodes"] for r in mine)
+        network = "CPU-scale" if any(r.get("scale") == "cpu" for r in mine) else "the paper's"
+        batch = mine[0].get("batch_size", args.batch_size) if mine else PAPER_BATCH["act"]
         table.add(
             task=task,
             paper_scripted=paper["scripted"],
@@ -381,7 +424,7 @@ def act_paper_table(rows: list[dict[str, Any]], args) -> Table:
             if mine
             else "not run",
             scale=f"{args.demos} scripted demonstrations, {args.camera} x {args.camera} top camera, "
-            f"{args.steps} gradient steps at batch {args.batch_size} on a CPU (the paper: 480 x 640 cameras, "
+            f"{network} transformers, {args.steps} gradient steps at batch {batch} on a CPU (the paper: 480 x 640 cameras, "
             "ImageNet ResNet-18s, 2000 epochs on a GPU)",
         )
     return table

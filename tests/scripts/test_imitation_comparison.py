@@ -114,3 +114,20 @@ def test_a_comparison_run_in_parts_merges_into_one_results_file(tmp_path):
     assert other.returncode == 2 and "Traceback" not in other.stderr
     assert "was measured with other settings (camera 64 there, 32 here)" in other.stderr
     assert len(read_results(tmp_path / "comparison.json")["data"]["rows"]) == 2
+
+
+def test_cpu_scale_narrows_only_act_and_diffusion_policy_and_act_keeps_its_papers_batch():
+    from types import SimpleNamespace
+
+    from embodia.policies.act import ACTConfig
+    from tests.conftest import load_script
+
+    script = load_script("imitation_comparison")
+    task = "Kitchen-OpenSingleDoor"
+    _, act = script.method_options("act", task, 64, scale="cpu")
+    assert act["d_model"] < ACTConfig().d_model and "chunk" not in act  # narrower, the paper's chunk of 100
+    _, diffusion = script.method_options("diffusion_policy", task, 64, scale="cpu")
+    assert diffusion["down_dims"] == [64, 128, 256]
+    assert script.method_options("bc", task, 64, scale="cpu") == script.method_options("bc", task, 64)
+    args = SimpleNamespace(batch_size=64, quick=False)
+    assert (script.batch_size("act", args), script.batch_size("diffusion_policy", args)) == (8, 64)
