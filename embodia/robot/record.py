@@ -257,6 +257,13 @@ class EpisodeAssembler:
                 segment.expected = int(event["commands"])
             if isinstance(event.get("stamp_ns"), int):
                 segment.end = int(event["stamp_ns"])
+                # rows stamped at or after the end came ahead of this event (the data topics are taken
+                # first): the next episode's first commands, or safe stops; they wait for the next start
+                later = [r for r in segment.rows if r[0] is not None and r[0] >= segment.end]
+                if later:
+                    segment.rows = [r for r in segment.rows if not (r[0] is not None and r[0] >= segment.end)]
+                    segment.closed = True  # rows of one topic arrive in order: nothing of this one can follow
+                    self._segments.append(_Segment(segment.end, {"env_id": self.env_id}, later, placeholder=True))
             self.ended += 1
             self._commit_complete()
 

@@ -190,3 +190,26 @@ def test_the_next_episodes_first_command_ahead_of_its_start_event_is_not_a_row_o
     assert assembler.episodes == 2
     np.testing.assert_array_equal(written[1][0]["action"][:, 0], [-100, -101, -102])
     assert written[1][1]["seed"] == 1
+
+
+def test_commands_stamped_past_the_end_that_came_before_the_end_event_leave_the_ended_episode():
+    """The next episode's first command, and a safe stop (stamped with the node's wall clock), taken before
+    the end event: neither is a row of the ended episode, and the safe stop is a row of no episode."""
+    written: list = []
+    assembler = assembler_into(written)
+    (start0, steps0, end0), (start1, steps1, end1), (start2, *_) = lockstep_stream(3, 3)
+    wall_clock = 10**18
+    assembler.event(start0)
+    for kind, stamp, value in steps0[:-1] + steps1[:2]:  # through episode 1's first command
+        assembler.value("state" if kind == "obs" else "action", np.array([value]), stamp)
+    assembler.value("action", np.array([0.0]), wall_clock)  # a safe stop
+    assembler.event(end0)
+    assert assembler.episodes == 1
+    np.testing.assert_array_equal(written[0][0]["action"][:, 0], [0, -1, -2])
+    assembler.event(start1)
+    for kind, stamp, value in steps1[2:-1]:
+        assembler.value("state" if kind == "obs" else "action", np.array([value]), stamp)
+    assembler.event(end1)
+    assembler.event(start2)
+    assert assembler.episodes == 2
+    np.testing.assert_array_equal(written[1][0]["action"][:, 0], [-100, -101, -102])

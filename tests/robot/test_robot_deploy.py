@@ -118,6 +118,10 @@ def test_an_onnx_policy_on_the_python_312_robot_install_drives_the_simulator_lik
     assert recorded.num_episodes == SEEDS
     for i in range(SEEDS):
         ours, theirs = recorded.episode(i), reference.episode(i)
+        rows = (len(ours["action"]), len(theirs["action"]))
+        assert rows[0] == rows[1], (
+            f"episode {i}: {rows[0]} rows recorded, {rows[1]} stepped\n{result.stdout[-4000:]}"
+        )
         # ONNX Runtime vs torch: the same commands within float32 rounding, step after step of a closed loop
         np.testing.assert_allclose(ours["action"][:, :2], theirs["action"], atol=1e-4)
         np.testing.assert_allclose(ours["state"][:, :2], theirs["state"], atol=1e-4)

@@ -127,6 +127,10 @@ def test_policy_node_drives_the_simulator_like_a_direct_rollout(tmp_path):
         meta = recorded.episode_meta(i)
         assert (meta.env_id, meta.seed, meta.success) == ("embodia/PointMaze-Medium-v0", i, ros_success[i])
         ours, theirs = recorded.episode(i), reference.episode(i)
+        rows = (len(ours["action"]), len(theirs["action"]))
+        assert rows[0] == rows[1], (
+            f"episode {i}: {rows[0]} rows recorded, {rows[1]} stepped\n{result.stdout[-4000:]}"
+        )
         # JointState rows are recorded as [position, velocity, effort]; the env's vector is the position
         np.testing.assert_allclose(ours["state"][:, :2], theirs["state"], atol=1e-6)
         np.testing.assert_allclose(ours["goal"][:, :2], theirs["goal"], atol=1e-6)
