@@ -32,6 +32,9 @@ from embodia.policies.train import TrainConfig, train
 from embodia.runner.datasets import generate_dataset
 from embodia.runner.evaluate import wilson_interval
 
+#: play episodes per task in the comparison's data sets (``embodia bench offline-rl --episodes``)
+COMPARISON_EPISODES = 100
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -45,7 +48,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--eval-every", type=int, default=10_000, help="steps between evaluations")
     parser.add_argument("--eval-episodes", type=int, default=20, help="episodes per evaluation")
     parser.add_argument(
-        "--episodes", type=int, default=100, help="play episodes of 1000 steps in the dataset"
+        "--episodes",
+        type=int,
+        default=COMPARISON_EPISODES,
+        help="play episodes of 1000 steps in the dataset (another count writes <env>_budget_<N>_episodes.json)",
     )
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--matmul-precision", choices=["float32", "bfloat16"], default="float32")
@@ -141,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             curve.add(step=record["step"], success=rate, interval=[low, high], episodes=args.eval_episodes)
     label = args.setting.label or args.method
     name = f"offline_rl/{environment_slug(args.env)}_budget"
+    if args.episodes != COMPARISON_EPISODES:  # another data set: its own file, never the comparison-sized one
+        name += f"_{args.episodes}_episodes"
     path = write_results(
         args.results or default_results_path(name, quick=args.quick),
         {"curve": curve},

@@ -28,6 +28,8 @@ def test_quick_run_writes_the_success_curve(tmp_path: Path) -> None:
     assert data["env"] == "CubeSingle" and data["method"] == "qc_fql" and data["steps"] == 40
     assert data["coverage"]["episodes"] == 2 and data["coverage"]["task"] == 1
     assert data["settings"]["horizon"] == 5 and written["seeds"] == [0]
+    # a data set of another size than the comparison's is a file of its own
+    assert written["name"] == "offline_rl/cube_single_budget_2_episodes"
     # a bad method label, and a dataset larger than --episodes asks for, are each one line and exit status 2
     with pytest.raises(SystemExit) as exit_info:
         script.main(["--quick", "--method", "no_such_method", "--out", str(tmp_path)])
