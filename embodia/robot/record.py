@@ -157,9 +157,8 @@ class EpisodeAssembler:
             row = dict(self.latest)  # the fallback values
             row["__stamp__"] = stamp_ns
             self._segments[index].rows.append((stamp, row))
-            for segment in self._segments[
-                :index
-            ]:  # a row of a later episode: the earlier ones have all theirs
+            # a row of a later episode: the earlier ones have all theirs (rows of one topic arrive in order)
+            for segment in self._segments[:index]:
                 segment.closed = True
         self._commit_complete()
 
@@ -263,7 +262,9 @@ class EpisodeAssembler:
                 if later:
                     segment.rows = [r for r in segment.rows if not (r[0] is not None and r[0] >= segment.end)]
                     segment.closed = True  # rows of one topic arrive in order: nothing of this one can follow
-                    self._segments.append(_Segment(segment.end, {"env_id": self.env_id}, later, placeholder=True))
+                    self._segments.append(
+                        _Segment(segment.end, {"env_id": self.env_id}, later, placeholder=True)
+                    )
             self.ended += 1
             self._commit_complete()
 
