@@ -85,6 +85,12 @@ class _Segment:
     """opened for rows past an ended episode's ``end`` stamp, ahead of the next episode's ``start`` event"""
 
 
+def _split_at(rows: list, stamp: int) -> tuple[list, list]:
+    """(rows before ``stamp``, rows stamped at or after it); unstamped rows stay before."""
+    later = [r for r in rows if r[0] is not None and r[0] >= stamp]
+    return [r for r in rows if not (r[0] is not None and r[0] >= stamp)], later
+
+
 @dataclass
 class EpisodeAssembler:
     """Rows from asynchronous topic values, episodes from start / end events (see module docstring).
@@ -174,10 +180,16 @@ class EpisodeAssembler:
         after the next episode's first command."""
         if not segment.closed and (segment.expected is None or len(segment.rows) < segment.expected):
             return False
+        return self._unobserved(segment) == 0
+
+    def _unobserved(self, segment: _Segment) -> int:
+        """Stamped rows of ``segment`` whose observations (values of exactly their stamp) have not all arrived."""
         stamped = [k for k in self.keys if k != self.step_key and k in self._by_stamp]
-        return all(
-            row["__stamp__"] is None or all(row["__stamp__"] in self._by_stamp[k] for k in stamped)
+        return sum(
+            1
             for _, row in segment.rows
+            if row["__stamp__"] is not None
+            and any(row["__stamp__"] not in self._by_stamp[k] for k in stamped)
         )
 
     def outstanding(self) -> int | None:
@@ -186,17 +198,7 @@ class EpisodeAssembler:
         ended = [s for s in self._segments if s.success is not None]
         if any(s.expected is None for s in ended):
             return None
-        stamped = [k for k in self.keys if k != self.step_key and k in self._by_stamp]
-        waiting = 0
-        for segment in ended:
-            waiting += max(0, int(segment.expected or 0) - len(segment.rows))
-            waiting += sum(
-                1
-                for _, row in segment.rows
-                if row["__stamp__"] is not None
-                and any(row["__stamp__"] not in self._by_stamp[k] for k in stamped)
-            )
-        return waiting
+        return sum(max(0, int(s.expected or 0) - len(s.rows)) + self._unobserved(s) for s in ended)
 
     def _commit_complete(self) -> None:
         """Write every complete episode at the head of the queue (in order; the last open one stays open)."""
@@ -240,8 +242,7 @@ class EpisodeAssembler:
             segment = _Segment(int(start) if start is not None else None, info)
             previous = self._segments[-1]
             if segment.start is not None:  # rows that came before their start event move in
-                segment.rows = [r for r in previous.rows if r[0] is not None and r[0] >= segment.start]
-                previous.rows = [r for r in previous.rows if not (r[0] is not None and r[0] >= segment.start)]
+                previous.rows, segment.rows = _split_at(previous.rows, segment.start)
                 if previous.placeholder and not previous.rows:
                     self._segments.pop()
             self._segments.append(segment)
@@ -258,9 +259,8 @@ class EpisodeAssembler:
                 segment.end = int(event["stamp_ns"])
                 # rows stamped at or after the end came ahead of this event (the data topics are taken
                 # first): the next episode's first commands, or safe stops; they wait for the next start
-                later = [r for r in segment.rows if r[0] is not None and r[0] >= segment.end]
+                segment.rows, later = _split_at(segment.rows, segment.end)
                 if later:
-                    segment.rows = [r for r in segment.rows if not (r[0] is not None and r[0] >= segment.end)]
                     segment.closed = True  # rows of one topic arrive in order: nothing of this one can follow
                     self._segments.append(
                         _Segment(segment.end, {"env_id": self.env_id}, later, placeholder=True)
@@ -444,8 +444,7 @@ def _drain(node: Any, assembler: EpisodeAssembler, episodes: int, duration: floa
 
     Progress resets the wait: a machine under load delivers slowly but delivers. Only a stream that
     brings nothing the ended episodes wait for during ``DRAIN_IDLE_SECONDS`` (messages lost) ends the
-    wait; the episodes then written
-    are what arrived, and a warning names the ones that are short.
+    wait; the episodes then written are what arrived, and a warning names the ones that are short.
     """
     announced = all(expected is not None for _, expected in assembler.open_ended)
     idle_limit = DRAIN_IDLE_SECONDS if announced else DRAIN_IDLE_UNANNOUNCED_SECONDS
