@@ -3,6 +3,7 @@
     python scripts/imitation_comparison.py [--quick] [--tasks Kitchen-PickPlaceCounterToSink Kitchen-OpenSingleDoor
         AlohaTransferCube] [--methods bc flow_bc act diffusion_policy deas] [--seeds 0 1 2] [--demos 50]
         [--steps 3000] [--eval-episodes 10] [--out runs/imitation] [--results PATH] [--merge]
+    python scripts/imitation_comparison.py --results PATH --include PART [PART ...]
 
 For each task: record ``--demos`` scripted-expert demonstrations once (the kitchens: state observations with
 action noise 0.1; ALOHA: the top camera at ``--camera`` pixels and the joint positions, ACT's
@@ -12,6 +13,10 @@ new cube poses, seeds 10000+). Per method and task: success over all seeds' epis
 interval, the per-seed rates, training time on this machine, and the time of one policy call in torch and,
 where the policy exports, through ONNX Runtime (median of ``LATENCY_CALLS`` calls on the task's first
 observation).
+
+A long comparison runs in parts: ``--merge`` adds one part's rows to the results file after every policy, and
+parts run at once (one per core or machine, each with its own ``--out`` and ``--results``) are joined afterwards
+with ``--include``.
 
 Methods keep their papers' settings (ACT: chunk 100, temporal ensembling 0.01, KL weight 10, a 512-wide
 transformer; Diffusion Policy: T_p 16, T_o 2, T_a 8, DDIM with 8 steps), with one exception said in the table:
@@ -298,6 +303,15 @@ def main() -> int:
         help="keep the results file's rows (same settings) that this run does not measure again, and write the "
         "file after every trained policy: a long comparison run in parts",
     )
+    parser.add_argument(
+        "--include",
+        nargs="+",
+        metavar="PATH",
+        default=[],
+        help="train nothing: join these results files of the comparison (same settings; each a part run elsewhere, "
+        "say on another core or machine) into --results, a later file's row replacing an earlier one of the same "
+        "task, method and seed",
+    )
     args = parser.parse_args()
     unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
@@ -321,6 +335,8 @@ def main() -> int:
         ]
     )
     results_path = Path(args.results or default_results_path("imitation/comparison", quick=args.quick))
+    if args.include:
+        return include(results_path, [Path(p) for p in args.include], demonstrations, args)
     rows, earlier_demos, parts = earlier_rows(results_path, args) if args.merge else ([], [], [])
     if rows is None:
         return 2
@@ -393,6 +409,31 @@ def earlier_rows(
         return None, [], []
     parts = earlier["data"].get("parts") or [{"command": earlier["command"], "commit": earlier["commit"]}]
     return earlier["data"]["rows"], earlier["tables"]["demonstrations"]["rows"], parts
+
+
+def include(results_path: Path, paths: list[Path], demonstrations: Table, args) -> int:
+    """``--include``: the rows, demonstration rows and parts of ``results_path`` (when it exists) and of each file
+    in ``paths`` joined into ``results_path``; 2 after one line on stderr when a file is missing or was measured
+    with other settings."""
+    rows: list[dict[str, Any]] = []
+    demos: dict[str, dict[str, Any]] = {}
+    parts: list[dict[str, str]] = []
+    for path in [results_path, *paths]:
+        if path != results_path and not path.exists():
+            print(f"error: --include {path}: no such results file", file=sys.stderr)
+            return 2
+        their_rows, their_demos, their_parts = earlier_rows(path, args)
+        if their_rows is None:
+            return 2
+        keys = {(r["task"], r["method"], r["seed"]) for r in their_rows}
+        rows = [r for r in rows if (r["task"], r["method"], r["seed"]) not in keys] + their_rows
+        demos.update({row["task"]: row for row in their_demos})
+        parts += [part for part in their_parts if part not in parts]
+    for row in demos.values():
+        demonstrations.add(**row)
+    path = save(results_path, rows, demonstrations, parts, args)
+    print(f"{len(rows)} rows from {1 + len(paths)} files: {path}")
+    return 0
 
 
 def act_paper_table(rows: list[dict[str, Any]], args) -> Table:

@@ -115,6 +115,22 @@ def test_a_comparison_run_in_parts_merges_into_one_results_file(tmp_path):
     assert "was measured with other settings (camera 64 there, 32 here)" in other.stderr
     assert len(read_results(tmp_path / "comparison.json")["data"]["rows"]) == 2
 
+    # a part run at the same time into a file of its own, joined afterwards: its row beside the earlier ones
+    part = tmp_path / "part"
+    alone = _comparison(part, *KITCHEN, "--methods", "bc", "--seeds", "1")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    joined = _comparison(tmp_path, "--include", str(part / "comparison.json"))
+    assert joined.returncode == 0, joined.stderr[-3000:]
+    produced = read_results(tmp_path / "comparison.json")
+    assert [(r["method"], r["seed"]) for r in produced["data"]["rows"]] == [("flow_bc", 0), ("bc", 0), ("bc", 1)]
+    bc = next(r for r in produced["tables"]["comparison"]["rows"] if r["method"] == "bc")
+    assert bc["per_seed"].startswith("0: ") and ", 1: " in bc["per_seed"]
+    assert len(produced["data"]["parts"]) == 3 and len(produced["tables"]["demonstrations"]["rows"]) == 1
+    missing = _comparison(tmp_path, "--include", str(tmp_path / "nowhere.json"))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert f"--include {tmp_path / 'nowhere.json'}: no such results file" in missing.stderr
+    assert len(read_results(tmp_path / "comparison.json")["data"]["rows"]) == 3
+
 
 def test_cpu_scale_narrows_only_act_and_diffusion_policy_and_act_keeps_its_papers_batch():
     from types import SimpleNamespace
