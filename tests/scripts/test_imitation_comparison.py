@@ -122,7 +122,11 @@ def test_a_comparison_run_in_parts_merges_into_one_results_file(tmp_path):
     joined = _comparison(tmp_path, "--include", str(part / "comparison.json"))
     assert joined.returncode == 0, joined.stderr[-3000:]
     produced = read_results(tmp_path / "comparison.json")
-    assert [(r["method"], r["seed"]) for r in produced["data"]["rows"]] == [("flow_bc", 0), ("bc", 0), ("bc", 1)]
+    assert [(r["method"], r["seed"]) for r in produced["data"]["rows"]] == [
+        ("flow_bc", 0),
+        ("bc", 0),
+        ("bc", 1),
+    ]
     bc = next(r for r in produced["tables"]["comparison"]["rows"] if r["method"] == "bc")
     assert bc["per_seed"].startswith("0: ") and ", 1: " in bc["per_seed"]
     assert len(produced["data"]["parts"]) == 3 and len(produced["tables"]["demonstrations"]["rows"]) == 1
