@@ -4,7 +4,8 @@ A run directory holds::
 
     run/
       train_config.json    what was run (method, dataset, env, steps, seed, method config)
-      metrics.jsonl        one JSON line per log interval (losses, values) and per evaluation
+      metrics.jsonl        one JSON line per log interval (losses, values) and per evaluation, of this
+                           run only (a run into an existing folder replaces the file, as its config)
       learning_curve.png   losses and evaluation success against gradient steps
       policy/              the latest checkpoint: config.json + model.safetensors (embodia.load_policy)
       agent.safetensors    every network of the learner (critics, values, target critics, actor)
@@ -185,7 +186,7 @@ def train(
     if env_id is None:  # the policy folder still says what it was trained for: eval and deploy need it
         env_id, env_kwargs = dataset_environment(store)
     meta = {"method": config.method, "env_id": env_id, "env_kwargs": env_kwargs, "dataset": config.dataset}
-    metrics_file = (out / "metrics.jsonl").open("a")
+    metrics_file = (out / "metrics.jsonl").open("w")  # this run's lines, as train_config.json is this run's
     history: list[dict[str, Any]] = []
     last: dict[str, Any] = {}
     step, started, interrupted = 0, time.perf_counter(), False

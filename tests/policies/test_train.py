@@ -139,6 +139,22 @@ def test_run_directory_and_chunked_policy(demos, tmp_path):
         evaluate_policy(policy, ENV, episodes=1, env_kwargs={"task_id": 1}, execute_steps=5)
 
 
+def test_a_second_run_into_the_same_folder_starts_its_own_metrics(demos, tmp_path):
+    run = tmp_path / "bc"
+
+    def bc(steps: int) -> None:
+        train(
+            TrainConfig(method="bc", dataset=str(demos), out=str(run), steps=steps, log_every=5, eval_every=0)
+        )
+
+    bc(20)
+    bc(10)
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    # the file describes the run train_config.json and the policy describe: the second one's lines only
+    assert [r["step"] for r in records] == [5, 10]
+    assert json.loads((run / "train_config.json").read_text())["steps"] == 10
+
+
 def test_ctrl_c_keeps_the_last_checkpoint(demos, tmp_path):
     run = tmp_path / "interrupted"
     process = subprocess.Popen(
