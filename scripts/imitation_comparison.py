@@ -21,8 +21,8 @@ with ``--include``.
 Methods keep their papers' settings (ACT: chunk 100, temporal ensembling 0.01, KL weight 10, a 512-wide
 transformer; Diffusion Policy: T_p 16, T_o 2, T_a 8, DDIM with 8 steps), with one exception said in the table:
 camera tasks use embodia's small image encoders at ``--camera`` pixels where the papers use ImageNet ResNet-18s
-at 480 x 640. BC on a camera task is embodia's ``pixel_bc``; flow BC and DEAS take flat observations only,
-so they run on the kitchens.
+at 480 x 640. BC and flow BC on a camera task are embodia's ``pixel_bc`` and ``pixel_flow_bc`` (the same
+heads under the image encoder); DEAS takes flat observations only, so it runs on the kitchens.
 """
 
 from __future__ import annotations
@@ -114,6 +114,7 @@ def _method_options(method: str, task: str, camera: int) -> tuple[str, dict[str,
         images = {"image_keys": ["top_rgb"], "state_keys": ["state"]}
         return {
             "bc": ("pixel_bc", {**images, "chunk": 4}),
+            "flow_bc": ("pixel_flow_bc", {**images, "chunk": 4}),
             "act": ("act", {**images, "image_size": camera}),
             "diffusion_policy": ("diffusion_policy", images),
         }.get(method)

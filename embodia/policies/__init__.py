@@ -52,6 +52,12 @@ register_learner(
     "behaviour cloning from camera images (CNN, a saved encoder such as VER, or a local DINOv2/CLIP)",
 )
 register_learner(
+    "pixel_flow_bc",
+    "embodia.policies.pixel_flow_bc:PixelFlowBC",
+    "embodia.policies.pixel_flow_bc:PixelFlowBCConfig",
+    "flow-matching behaviour cloning from camera images (the encoders of pixel_bc)",
+)
+register_learner(
     "act",
     "embodia.policies.act:ACT",
     "embodia.policies.act:ACTConfig",

@@ -223,6 +223,11 @@ def _write_config(folder: Path, config: dict[str, Any]) -> None:
 
 def _policy_graph(policy: Any, folder: Path, config: dict[str, Any], samples: int) -> ExportGraph:
     """The export graph of an actor or a pixel policy; a one-line refusal for any other folder."""
+    if getattr(policy, "noise_dim", 0):
+        raise PolicyError(
+            f"{str(folder)!r} is a noise-driven policy ({config.get('method', 'flow')}: it samples noise per "
+            "decision), which the ONNX export does not cover yet; run it with torch"
+        )
     if isinstance(policy, PixelActorPolicy):
         from embodia.policies.onnx_pixel_export import pixel_graph
 
@@ -235,11 +240,6 @@ def _policy_graph(policy: Any, folder: Path, config: dict[str, Any], samples: in
         raise PolicyError(
             f"{str(folder)!r} is a {config.get('type')!r} policy; only actor and pixel policies (`embodia "
             "train` bc, iql, gciql, deas, pixel_bc) export to ONNX"
-        )
-    if policy.noise_dim:
-        raise PolicyError(
-            f"{str(folder)!r} is a noise-driven policy ({config.get('method', 'flow')}: it samples noise per "
-            "decision), which the ONNX export does not cover yet; run it with torch"
         )
     return _actor_graph(policy, folder, config, samples)
 

@@ -12,8 +12,9 @@ The same objective as :mod:`embodia.policies.bc`, with the pixel-observation pat
   called once per update, and its expert-usage entropy is logged);
 - ``hf:FOLDER``: a locally saved DINOv2 / CLIP / SigLIP vision model (frozen by default).
 
-The result is a ``"pixel_actor"`` policy folder (:mod:`embodia.policies.pixel_policy`). Only behaviour
-cloning has this path today; the value-based learners read flat ``state`` observations.
+The result is a ``"pixel_actor"`` policy folder (:mod:`embodia.policies.pixel_policy`). Flow BC takes the
+same path (:mod:`embodia.policies.pixel_flow_bc`); ACT and Diffusion Policy have their papers' image backbones;
+the value-based learners read flat ``state`` observations.
 """
 
 from __future__ import annotations

@@ -39,6 +39,8 @@ FORMAT_KEYS = (
     "horizon",
     "hidden",
     "state_sizes",
+    "noise_dim",
+    "flow_steps",
 )
 
 
@@ -75,6 +77,8 @@ def save_pixel_policy(
         "execute_steps": getattr(config, "execute_steps", None),
         **dict(meta or {}),
     }
+    if getattr(actor, "noise_dim", 0):  # a flow policy (embodia.policies.pixel_flow_bc.PixelFlowActor)
+        description.update(noise_dim=actor.noise_dim, flow_steps=actor.flow_steps)
     if state_sizes is not None:
         description["state_sizes"] = dict(zip(observations.state_keys, (int(n) for n in state_sizes)))
     tensors = {k: v.detach().contiguous() for k, v in actor.state_dict().items()}
@@ -87,10 +91,17 @@ def save_pixel_policy(
 
 
 class PixelActorPolicy:
-    """``act(obs)``: the images (and states) of one observation through the actor; one action or a chunk."""
+    """``act(obs)``: the images (and states) of one observation through the actor; one action or a chunk.
+
+    A flow actor (``noise_dim > 0``) gets ``z ~ N(0, I)`` per decision from a generator seeded at :meth:`reset`.
+    """
 
     def __init__(self, actor: Any, execute_steps: int | None = None, meta: Mapping[str, Any] | None = None):
+        import torch
+
         self.actor = actor.eval()
+        self.noise_dim = int(getattr(actor, "noise_dim", 0))
+        self._noise = torch.Generator().manual_seed(0)
         self.keys = [*actor.observations.image_keys, *actor.observations.state_keys]
         self.chunk_size = actor.horizon
         if execute_steps is not None:
@@ -98,7 +109,16 @@ class PixelActorPolicy:
         self.meta = dict(meta or {})
 
     def reset(self, seed: int | None = None) -> None:
-        pass
+        if seed is not None:
+            self._noise.manual_seed(int(seed))
+
+    def _forward(self, obs: dict[str, Any]) -> Any:
+        if not self.noise_dim:
+            return self.actor(obs)
+        import torch
+
+        rows = len(next(iter(obs.values())))
+        return self.actor(obs, torch.randn(rows, self.noise_dim, generator=self._noise))
 
     def _tensors(self, obs: Mapping[str, Any], batched: bool) -> dict[str, Any]:
         import torch
@@ -125,7 +145,7 @@ class PixelActorPolicy:
         import torch
 
         with torch.no_grad():
-            out = self.actor(self._tensors(obs, batched=False))[0].numpy()
+            out = self._forward(self._tensors(obs, batched=False))[0].numpy()
         actions = out.reshape(self.actor.horizon, self.actor.action_dim)
         return actions[0] if self.actor.horizon == 1 else actions
 
@@ -133,7 +153,7 @@ class PixelActorPolicy:
         import torch
 
         with torch.no_grad():
-            out = self.actor(self._tensors(obs_batch, batched=True)).numpy()
+            out = self._forward(self._tensors(obs_batch, batched=True)).numpy()
         actions = out.reshape(len(out), self.actor.horizon, self.actor.action_dim)
         return actions[:, 0] if self.actor.horizon == 1 else actions
 
@@ -162,8 +182,10 @@ def _load_torch_pixel_policy(folder: Path, config: dict[str, Any]) -> PixelActor
     from safetensors.torch import load_file
 
     from embodia.perception.pixel_observations import PixelObservationEncoder, encoder_from_description
+    from embodia.policies.flow import FlowPolicy
     from embodia.policies.networks import Actor
     from embodia.policies.pixel_bc import PixelActor
+    from embodia.policies.pixel_flow_bc import PixelFlowActor
 
     weights = folder / "model.safetensors"
     if not weights.is_file():
@@ -179,8 +201,11 @@ def _load_torch_pixel_policy(folder: Path, config: dict[str, Any]) -> PixelActor
             token_channels=config["token_channels"],
             freeze_encoder=config["freeze_encoder"],
         )
-        head = Actor(observations.dim, config["action_dim"], config["horizon"], tuple(config["hidden"]))
-        actor = PixelActor(observations, head)
+        shape = (observations.dim, config["action_dim"], config["horizon"], tuple(config["hidden"]))
+        if config.get("flow_steps"):
+            actor = PixelFlowActor(observations, FlowPolicy(*shape, flow_steps=config["flow_steps"]))
+        else:
+            actor = PixelActor(observations, Actor(*shape))
         actor.load_state_dict(load_file(str(weights)))
     except (KeyError, RuntimeError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -220,6 +220,7 @@ def test_one_registry_of_methods_for_the_cli_and_training_and_the_cli_starts_wit
         "gciql",
         "iql",
         "pixel_bc",
+        "pixel_flow_bc",
     ]
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     assert list(next(a for a in train._actions if a.dest == "method").choices) == learner_names()

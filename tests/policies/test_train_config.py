@@ -83,7 +83,8 @@ def test_good_method_options_keep_defaults_and_take_json_lists():
         (
             "method",
             "ppo",
-            "unknown method 'ppo'; choose one of act, bc, deas, diffusion_policy, flow_bc, fql, gciql, iql, pixel_bc",
+            "unknown method 'ppo'; choose one of act, bc, deas, diffusion_policy, flow_bc, fql, gciql, iql, pixel_bc, "
+            "pixel_flow_bc",
         ),
         ("steps", "many", "steps: Input should be a valid integer"),
         ("learning_rate", 1e-3, "learning_rate: Unexpected keyword argument"),

@@ -40,9 +40,10 @@ def test_quick_comparison_trains_evaluates_and_times_every_method(tmp_path):
     rows = produced["data"]["rows"]
     assert [(r["task"], r["method"]) for r in rows] == [
         ("Kitchen-PickPlaceCounterToSink", m) for m in ("bc", "flow_bc", "act", "diffusion_policy", "deas")
-    ] + [("AlohaTransferCube", m) for m in ("bc", "act", "diffusion_policy")]
+    ] + [("AlohaTransferCube", m) for m in ("bc", "flow_bc", "act", "diffusion_policy")]
     assert [r["learner"] for r in rows if r["task"] == "AlohaTransferCube"] == [
         "pixel_bc",
+        "pixel_flow_bc",
         "act",
         "diffusion_policy",
     ]
@@ -53,7 +54,7 @@ def test_quick_comparison_trains_evaluates_and_times_every_method(tmp_path):
         exported = row["method"] in ("bc", "act", "diffusion_policy")
         assert (row["onnx_call_seconds"] is not None) == exported, row
     table = produced["tables"]["comparison"]["rows"]
-    assert len(table) == 8
+    assert len(table) == 9
     for cell in table:
         assert 0.0 <= cell["success"]["low"] <= cell["success"]["value"] <= cell["success"]["high"] <= 1.0
     assert {r["task"] for r in produced["tables"]["demonstrations"]["rows"]} == {
