@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -42,7 +43,6 @@ from embodia.runner.parallel import ray_session, run_parallel
 from embodia.runner.ray_reaper import processes_naming, terminate
 
 RAY = Path(sys.executable).with_name("ray")
-PORT = 6399
 
 
 def episodes_per_second(
@@ -96,9 +96,23 @@ def writer_rate(rgb: bool, seconds: float, tmp: Path) -> float:
     return rate
 
 
+def stage(text: str) -> None:
+    """One line on stderr as each part starts (a run cut short by a timeout says where it was)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (a fixed one collides with another cluster on the machine)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def start_cluster(env: dict[str, str], temp_dir: Path) -> str:
     """A 3-node cluster on this machine whose nodes keep their sessions in ``temp_dir`` (what names its
-    processes for the teardown: ``ray stop`` would stop every Ray on the machine, other people's included)."""
+    processes for the teardown: ``ray stop`` would stop every Ray on the machine, other people's included),
+    its head on a free port."""
+    port = free_port()
     node = ("--object-store-memory", "100000000", "--disable-usage-stats", "--temp-dir", str(temp_dir))
     subprocess.run(
         [
@@ -108,7 +122,7 @@ def start_cluster(env: dict[str, str], temp_dir: Path) -> str:
             "--num-cpus",
             "0",
             "--port",
-            str(PORT),
+            str(port),
             "--include-dashboard",
             "false",
             *node,
@@ -119,12 +133,12 @@ def start_cluster(env: dict[str, str], temp_dir: Path) -> str:
     )
     for _ in range(2):
         subprocess.run(
-            [str(RAY), "start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1", *node],
+            [str(RAY), "start", "--address", f"127.0.0.1:{port}", "--num-cpus", "1", *node],
             check=True,
             capture_output=True,
             env=env,
         )
-    return f"127.0.0.1:{PORT}"
+    return f"127.0.0.1:{port}"
 
 
 def tables(raw: dict) -> dict[str, Table]:
@@ -210,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = {"speedup": [], "overhead": {}, "writer": {}}
     try:
         for env_id, episodes in cases:
+            stage(f"speed-up: {env_id}, {episodes} episodes, serial then Ray with 2 workers")
             serial = episodes_per_second(env_id, episodes, 1, None, tmp)  # the env is made on the clock
             serial_built = episodes_per_second(env_id, episodes, 1, None, tmp, built=True)
             with ray_session(2):  # started once, outside the clock, as a long job would
@@ -228,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["RAY_AUTH_MODE"] = "disabled"
         cluster_dir = Path(tempfile.mkdtemp(prefix="embodia-ray-"))  # short: Ray's socket paths fit 107 bytes
         try:
+            stage("speed-up: a 3-node cluster on this machine")
             address = start_cluster(dict(os.environ), cluster_dir)
             with ray_session(2, address):
                 for entry in raw["speedup"]:
@@ -242,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         # serial and Ray in turns, the median of the per-repeat ratios (drift and episode noise cancel)
         n, repeats = (3, 1) if args.quick else (12, 3)
         env_id = "embodia/Kitchen-OpenDrawer-v0"
+        stage(f"overhead: {env_id}, {n} episodes x {repeats}, serial and Ray in turns")
         env = embodia.make(env_id)
         serial_times, ray_times = [], []
         with ray_session(1):  # one CPU: the tasks run one after the other, as the serial loop does
@@ -278,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             "serial_times": serial_times,
             "ray_times": ray_times,
         }
+        stage("writer: episodes committed per second")
         raw["writer"] = {
             "state": writer_rate(False, 2 if args.quick else 5, tmp),
             "rgb64": writer_rate(True, 2 if args.quick else 5, tmp),

@@ -17,7 +17,7 @@ import pytest
 
 import embodia
 from embodia.data.store import TrajectoryStore
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, free_port, run_cli
 from tests.runner.test_rerun_view import column, read_recording
 
 NAV = "embodia/Nav-PointNav-v0"
@@ -87,12 +87,6 @@ def test_run_with_view_writes_a_readable_recording(tmp_path):
     assert len(column(entities["episodes"], "TextLog:text")) == 2
     refused = run_cli("run", NAV, "--view", str(tmp_path / "v.rrd"), "--num-envs", "2")
     assert "--view" in one_error_line(refused) and not (tmp_path / "v.rrd").exists()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_serve_answers_on_both_ports_and_stops_cleanly_on_ctrl_c(store, tmp_path):

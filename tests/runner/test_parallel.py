@@ -22,11 +22,10 @@ import embodia
 from embodia.data.store import TrajectoryStore
 from embodia.runner.evaluate import evaluate_policy
 from embodia.runner.ray_reaper import descendants, processes_naming, terminate
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 from tests.robot.robot_install import ROBOT_EMBODIA, robot_python
 
 RAY = Path(sys.executable).with_name("ray")
-PORT = 6391
 
 
 def _ray(*args: str, env: dict[str, str]) -> None:
@@ -47,13 +46,14 @@ def cluster(tmp_path_factory):
     # the teardown stops them and nothing else: `ray stop` would stop every Ray instance on the machine,
     # another user's run included (a full-suite run took down a training queue's Ray that way)
     temp_dir = Path(tempfile.mkdtemp(prefix="embodia-ray-"))
+    port = free_port()  # a fixed one collides with a cluster another run left or keeps
     _ray(
         "start",
         "--head",
         "--num-cpus",
         "0",
         "--port",
-        str(PORT),
+        str(port),
         "--include-dashboard",
         "false",
         "--temp-dir",
@@ -63,8 +63,8 @@ def cluster(tmp_path_factory):
     )
     try:
         for _ in range(2):
-            _ray("start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1", *node, env=env)
-        yield {"address": f"127.0.0.1:{PORT}", "env": env, "temp_dir": temp_dir}
+            _ray("start", "--address", f"127.0.0.1:{port}", "--num-cpus", "1", *node, env=env)
+        yield {"address": f"127.0.0.1:{port}", "env": env, "temp_dir": temp_dir}
     finally:
         terminate(cluster_processes(temp_dir), kill_after=10.0)
         shutil.rmtree(temp_dir, ignore_errors=True)
