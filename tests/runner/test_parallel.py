@@ -40,7 +40,13 @@ def cluster_processes(temp_dir: Path) -> dict[int, int]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    # workers at ordinary priority, as embodia's local sessions run them (Ray's niceness 15 starves them under load)
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_worker_niceness": "0",
+    }
     node = ("--object-store-memory", "100000000", "--disable-usage-stats")
     # a temp dir of its own (short: Ray's socket paths must fit 107 bytes) names this cluster's processes, so
     # the teardown stops them and nothing else: `ray stop` would stop every Ray instance on the machine,

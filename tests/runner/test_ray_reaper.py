@@ -109,3 +109,24 @@ def test_a_driver_that_ends_normally_stops_its_reaper_too():
         env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+
+
+def test_the_workers_of_a_local_session_run_at_the_drivers_priority():
+    """Ray's default worker niceness (15) starved workers beside any busy process; embodia's sessions use 0."""
+    code = (
+        "import os\n"
+        "from embodia.runner.parallel import ray_session\n"
+        "with ray_session(1) as ray:\n"
+        "    worker = ray.get(ray.remote(lambda: os.nice(0)).remote())\n"
+        "print(worker, os.nice(0))  # after the session: it sends stdout to stderr\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    assert out.stdout.split()[-2:] == ["0", "0"], out.stdout
