@@ -78,11 +78,12 @@ class PixelBC(OfflineLearner):
             return ObsNormalizer([], np.zeros(0, np.float32), np.ones(0, np.float32), sizes=[])
         return ObsNormalizer.fit(list(config.state_keys), sampler.arrays)
 
-    def build(self) -> None:
+    def make_observations(self) -> torch.nn.Module:
+        """The pixel-observation path of the config: its image encoder, token projection and state statistics."""
         from embodia.perception.pixel_observations import PixelObservationEncoder, make_image_encoder
 
         cfg = self.config
-        self.observations = PixelObservationEncoder(
+        return PixelObservationEncoder(
             make_image_encoder(cfg.encoder),
             cfg.image_keys,
             self.normalizer.mean,
@@ -91,22 +92,31 @@ class PixelBC(OfflineLearner):
             token_channels=cfg.token_channels,
             freeze_encoder=cfg.freeze_encoder,
         )
+
+    def build(self) -> None:
+        cfg = self.config
+        self.observations = self.make_observations()
         self.head = Actor(self.observations.dim, self.action_dim, cfg.chunk, cfg.hidden)
         self.actor = PixelActor(self.observations, self.head)
         params = [p for p in self.actor.parameters() if p.requires_grad]
         self.optimizer = self.adam(params)
         self.generator = torch.Generator().manual_seed(self.seed)
 
-    def update(self, batch: dict[str, Any]) -> dict[str, float]:
+    def shifted_observations(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """The batch's observations, each image randomly shifted (DrQ) by up to ``shift`` pixels."""
         from embodia.perception.pixel_observations import random_shift
 
+        obs = dict(batch["obs"])
+        for key in self.config.image_keys:
+            obs[key] = random_shift(obs[key], self.config.shift, self.generator)
+        return obs
+
+    def update(self, batch: dict[str, Any]) -> dict[str, float]:
         self.actor.train()
         encoder = self.observations.encoder
         if hasattr(encoder, "reset_usage"):
             encoder.reset_usage()  # expert usage of this batch alone
-        obs = dict(batch["obs"])
-        for key in self.config.image_keys:
-            obs[key] = random_shift(obs[key], self.config.shift, self.generator)
+        obs = self.shifted_observations(batch)
         target = batch["action"].float().reshape(len(batch["action"]), -1)
         mask = batch["valid"].float().repeat_interleave(self.action_dim, dim=1)
         loss = (((self.actor(obs) - target) ** 2) * mask).sum() / mask.sum().clamp_min(1.0)

@@ -19,7 +19,6 @@ flat flow policies do. Like them it does not export to ONNX yet (the noise is an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import torch
@@ -38,37 +37,24 @@ class PixelFlowBCConfig(PixelBCConfig):
 
 
 class PixelFlowBC(PixelBC):
-    """Flow BC from pixels (see the module docstring); observations, statistics and windows as pixel BC."""
+    """Flow BC from pixels (see the module docstring); observations, statistics, windows and the policy folder
+    as pixel BC's."""
 
     name: ClassVar[str] = "pixel_flow_bc"
     config_class: ClassVar[type] = PixelFlowBCConfig
     needs_reward: ClassVar[bool] = False
 
     def build(self) -> None:
-        from embodia.perception.pixel_observations import PixelObservationEncoder, make_image_encoder
-
         cfg = self.config
-        self.observations = PixelObservationEncoder(
-            make_image_encoder(cfg.encoder),
-            cfg.image_keys,
-            self.normalizer.mean,
-            self.normalizer.std,
-            state_keys=cfg.state_keys,
-            token_channels=cfg.token_channels,
-            freeze_encoder=cfg.freeze_encoder,
-        )
+        self.observations = self.make_observations()
         flow = FlowPolicy(self.observations.dim, self.action_dim, cfg.chunk, cfg.hidden, cfg.flow_steps)
         self.actor = PixelFlowActor(self.observations, flow)
         self.optimizer = self.adam([p for p in self.actor.parameters() if p.requires_grad])
         self.generator = torch.Generator().manual_seed(self.seed)
 
     def update(self, batch: dict[str, Any]) -> dict[str, float]:
-        from embodia.perception.pixel_observations import random_shift
-
         self.actor.train()
-        obs = dict(batch["obs"])
-        for key in self.config.image_keys:
-            obs[key] = random_shift(obs[key], self.config.shift, self.generator)
+        obs = self.shifted_observations(batch)
         actions = batch["action"].float().reshape(len(batch["action"]), -1)
         mask = batch["valid"].float().repeat_interleave(self.action_dim, dim=1)
         loss = flow_matching_loss(self.actor.flow, self.observations(obs), actions, mask)
@@ -76,12 +62,6 @@ class PixelFlowBC(PixelBC):
         loss.backward()
         self.optimizer.step()
         return {"flow_loss": float(loss.detach())}
-
-    def export(self, folder: Path, meta: dict[str, Any]) -> Any:
-        from embodia.policies.pixel_policy import load_pixel_policy, save_pixel_policy
-
-        save_pixel_policy(folder, self.actor, self.config, meta=meta, state_sizes=self.normalizer.sizes)
-        return load_pixel_policy(Path(folder))
 
 
 class PixelFlowActor(torch.nn.Module):

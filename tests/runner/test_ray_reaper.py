@@ -85,6 +85,20 @@ def _status(pid: int) -> str:
         return ""
 
 
+def _driver(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter (a Ray driver of its own); it must exit 0."""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    return out
+
+
 def test_a_driver_that_ends_normally_stops_its_reaper_too():
     code = (
         "from embodia.runner.parallel import ray_session\n"
@@ -100,15 +114,7 @@ def test_a_driver_that_ends_normally_stops_its_reaper_too():
         "    assert len(reapers()) == 1\n"
         "assert not reapers()\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
-    )
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    _driver(code)
 
 
 def test_the_workers_of_a_local_session_run_at_the_drivers_priority():
@@ -120,13 +126,5 @@ def test_the_workers_of_a_local_session_run_at_the_drivers_priority():
         "    worker = ray.get(ray.remote(lambda: os.nice(0)).remote())\n"
         "print(worker, os.nice(0))  # after the session: it sends stdout to stderr\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
-    )
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    out = _driver(code)
     assert out.stdout.split()[-2:] == ["0", "0"], out.stdout
