@@ -17,7 +17,7 @@ the token grid (2: 16x16 -> 8x8 patches). The reference table holds k-means on t
 (``--results``; tables ``variants`` and ``reference``) that docs/guides/video.md renders, the raw runs
 (``--out``) and a mask picture (frames, ground truth, k-means, each variant's decoder masks).
 
-    python scripts/srl_experiment.py            # full run (~12 min on 2 loaded CPU cores)
+    python scripts/srl_experiment.py            # full run (~20 min on one core)
     python scripts/srl_experiment.py --quick    # tiny preset, a few steps, 1 seed
     python scripts/srl_experiment.py --encoder hf:/path/to/dinov2-small   # a local DINOv2 (slow on CPU)
 """
@@ -55,8 +55,10 @@ from embodia.perception.srl.backbones import (
 from embodia.perception.video import render_videos
 
 PICTURE = Path("docs/images/perception/srl_masks.png")
-STEPS, BATCH, LR, POOL = 400, 4, 1e-3, 2
+STEPS, BATCH, LR, POOL = 1000, 32, 1e-3, 2
 """The full run's budget: optimiser steps, clips per step, peak learning rate, token pooling."""
+SLOT_DIM, DECODER_HIDDEN = 32, 64
+"""The slot model's widths in the full run (the authors': 64 and 1024, on 384-wide DINOv2 features)."""
 PALETTE = np.array(
     [[40, 40, 40], [230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200], [245, 130, 48], [145, 30, 180],
      [70, 240, 240], [240, 50, 230], [210, 245, 60], [250, 190, 190], [0, 128, 128], [170, 110, 40]],
@@ -101,7 +103,7 @@ def summarise(runs: list[dict]) -> list[dict]:
         if not mine:
             continue
         row = {"variant": variant, "seeds": len(mine)}
-        for key in ("fg_ari", "mbo", "fg_ari_attn", "train_s"):
+        for key in ("fg_ari", "mbo", "fg_ari_attn", "slot_similarity", "mask_confidence", "train_s"):
             values = np.array([r[key] for r in mine])
             row[key] = {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max())}
         rows.append(row)
@@ -121,6 +123,8 @@ def table(rows: list[dict]) -> Table:
             Column("fg_ari", "FG-ARI (decoder masks)", ".1f"),
             Column("mbo", "mBO (decoder masks)", ".1f"),
             Column("fg_ari_attn", "FG-ARI (attention masks)", ".1f"),
+            Column("slot_similarity", "slot cosine", ".2f"),
+            Column("mask_confidence", "decoder mask max", ".2f"),
             Column("train_s", "train s", ".0f"),
         ]
     )
@@ -131,6 +135,8 @@ def table(rows: list[dict]) -> Table:
             fg_ari=cell(r["fg_ari"]),
             mbo=cell(r["mbo"]),
             fg_ari_attn=cell(r["fg_ari_attn"]),
+            slot_similarity=cell(r["slot_similarity"], 1.0),
+            mask_confidence=cell(r["mask_confidence"], 1.0),
             train_s=r["train_s"]["mean"],
         )
     return result
@@ -143,8 +149,15 @@ CURVE_COLUMNS = [
     Column("fg_ari", "FG-ARI (decoder masks)", ".1f"),
     Column("mbo", "mBO (decoder masks)", ".1f"),
     Column("fg_ari_attn", "FG-ARI (attention masks)", ".1f"),
+    Column("slot_similarity", "slot cosine", ".2f"),
+    Column("mask_confidence", "decoder mask max", ".2f"),
 ]
-"""Held-out scores (x100) during training, at ``--checkpoints``."""
+"""Held-out scores (x100; the two diagnostics as they are) during training, at ``--checkpoints``."""
+
+
+def percent(scores: dict[str, float]) -> dict[str, float]:
+    """Scores for a table: FG-ARI and mBO x100, the diagnostics (a cosine, a mask value) as they are."""
+    return {k: v if k in ("slot_similarity", "mask_confidence") else 100 * v for k, v in scores.items()}
 
 
 def reference_table(name: str, scores: dict[str, float], seconds: float) -> Table:
@@ -187,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps per run")
     parser.add_argument("--batch", type=int, default=BATCH, help="clips per step")
     parser.add_argument("--lr", type=float, default=LR, help="peak learning rate of the slot model")
+    parser.add_argument("--slot-dim", type=int, default=SLOT_DIM, help="width of slots (the authors: 64)")
+    parser.add_argument("--decoder-hidden", type=int, default=DECODER_HIDDEN,
+                        help="hidden width of the MLP decoder (the authors: 1024)")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=3, help="seeds per variant")
     parser.add_argument("--backbone", choices=("autoencoder", "geometry"), default="autoencoder",
                         help="frozen backbone trained here on the training videos")  # fmt: skip
@@ -221,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         steps=steps,
         batch_size=args.batch,
         lr=args.lr,
+        slot_dim=args.slot_dim,
+        proj_dim=args.slot_dim,
+        decoder_hidden=args.decoder_hidden,
         standardize=True,
         num_slots=4 if args.quick else 7,
         pretrain_steps=5 if args.quick else 200,
@@ -251,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
             def checkpoint(done: int, model, variant=variant, seed=seed) -> dict[str, float]:
                 scores = evaluate(model, encoder, test.rgb, test.masks)
-                curve.add(variant=variant, seed=seed, steps=done, **{k: 100 * v for k, v in scores.items()})
+                curve.add(variant=variant, seed=seed, steps=done, **percent(scores))
                 print(
                     f"  {variant} seed {seed} after {done} steps: FG-ARI {scores['fg_ari']:.3f}", flush=True
                 )

@@ -17,7 +17,7 @@ bias-free linear projector each, scaled by SupCon's tau / tau_base. Equations: :
 
     from embodia.perception.srl import SRLConfig, train_srl, evaluate, variant_config
     model, encoder, log = train_srl(batch.rgb, variant_config(SRLConfig(), "srl"))
-    evaluate(model, encoder, test.rgb, test.masks)   # {"fg_ari": ..., "mbo": ..., "fg_ari_attn": ...}
+    evaluate(model, encoder, test.rgb, test.masks)   # fg_ari, mbo, fg_ari_attn, slot_similarity, mask_confidence
 """
 
 from embodia.perception.srl.model import SlotAttention, SRLModel, SRLOutput

@@ -287,14 +287,36 @@ def predict_masks(
     return upsample_labels(torch.cat(labels), rgb.shape[2:4])
 
 
+def slot_similarity(slots: torch.Tensor) -> float:
+    """Mean cosine similarity between different slots of the same frame, for slots (..., K, S): 1.0 when the
+    slots have collapsed onto one vector (every slot then decodes the same thing and no mask can win)."""
+    unit = nn.functional.normalize(slots.float(), dim=-1)
+    cos = unit @ unit.transpose(-1, -2)
+    k = cos.shape[-1]
+    return float(((cos.sum(dim=(-1, -2)) - cos.diagonal(dim1=-2, dim2=-1).sum(-1)) / (k * k - k)).mean())
+
+
+def mask_confidence(masks: torch.Tensor) -> float:
+    """Mean over patches of the winning slot's mask value, for masks (..., K, N) normalised over K: 1/K when
+    the masks are uniform (the decoder mixes every slot everywhere), 1.0 when every patch has one owner."""
+    return float(masks.max(dim=-2).values.mean())
+
+
+@torch.no_grad()
 def evaluate(
     model: SRLModel, encoder: ImageEncoder, rgb: np.ndarray, true_masks: np.ndarray
 ) -> dict[str, float]:
-    """Video FG-ARI and mBO (decoder masks, as the paper reports) and FG-ARI of the attention masks."""
+    """Video FG-ARI and mBO (decoder masks, as the paper reports), FG-ARI of the attention masks, and two
+    diagnostics that locate a failure to segment: :func:`slot_similarity` and the decoder masks'
+    :func:`mask_confidence` (averaged over the videos)."""
     pred = predict_masks(model, encoder, rgb, "decoder")
     attn = predict_masks(model, encoder, rgb, "attention")
+    features = SRLModel.encode(encoder, _normalised_frames(rgb, encoder))
+    outputs = [model(features[i : i + 1]) for i in range(len(features))]
     return {
         "fg_ari": fg_ari(true_masks, pred),
         "mbo": mbo(true_masks, pred),
         "fg_ari_attn": fg_ari(true_masks, attn),
+        "slot_similarity": float(np.mean([slot_similarity(o.slots) for o in outputs])),
+        "mask_confidence": float(np.mean([mask_confidence(o.dec_masks) for o in outputs])),
     }

@@ -22,8 +22,10 @@ from embodia.perception.srl.train import (
     _normalised_frames,
     build_model,
     compute_losses,
+    mask_confidence,
     pretrain_encoder,
     regulariser_active,
+    slot_similarity,
     synergy_active,
 )
 from embodia.perception.video import render_videos
@@ -53,6 +55,19 @@ def test_full_srl_loss_falls_on_tiny_videos(tiny):
     assert labels.shape == tiny.masks.shape and labels.max() < 4
     scores = evaluate(model, encoder, tiny.rgb, tiny.masks)
     assert -1 <= scores["fg_ari"] <= 1 and 0 <= scores["mbo"] <= 1
+    assert -1 <= scores["slot_similarity"] <= 1 and 1 / 4 <= scores["mask_confidence"] <= 1
+
+
+def test_collapse_diagnostics_on_hand_made_slots_and_masks():
+    collapsed = torch.tensor([1.0, 2.0, -1.0]).expand(1, 2, 4, 3)  # (B, T, K, S): every slot the same vector
+    assert slot_similarity(collapsed) == pytest.approx(1.0)
+    assert slot_similarity(torch.eye(4).expand(1, 2, 4, 4)) == pytest.approx(0.0)  # orthogonal slots
+    opposite = torch.tensor([[[1.0, 0.0], [-1.0, 0.0]]])  # two slots pointing opposite ways
+    assert slot_similarity(opposite) == pytest.approx(-1.0)
+    uniform = torch.full((1, 2, 4, 9), 0.25)  # (B, T, K, N), normalised over K
+    assert mask_confidence(uniform) == pytest.approx(0.25)
+    owners = torch.nn.functional.one_hot(torch.arange(9) % 4, 4).T.float().expand(1, 2, 4, 9)
+    assert mask_confidence(owners) == pytest.approx(1.0)
 
 
 def test_the_authors_schedule_regulariser_first_10_percent_synergy_after_20_percent():
