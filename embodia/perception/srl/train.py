@@ -271,20 +271,28 @@ def train_srl(
 
 
 @torch.no_grad()
+def _video_outputs(model: SRLModel, encoder: ImageEncoder, rgb: np.ndarray) -> list:
+    """The model's :class:`SRLOutput` for each of the uint8 videos (N, T, H, W, 3), one video at a time."""
+    model.eval()
+    features = SRLModel.encode(encoder, _normalised_frames(rgb, encoder))
+    return [model(features[i : i + 1]) for i in range(len(features))]
+
+
+def _labels(outputs: list, source: str, grid: int, size: tuple[int, int]) -> np.ndarray:
+    """Per-pixel slot ids (N, T, H, W): the argmax over slots of each output's decoder masks or attention."""
+    labels = []
+    for out in outputs:
+        masks = out.dec_masks if source == "decoder" else out.attn
+        labels.append(masks.argmax(dim=2).reshape(1, masks.shape[1], grid, grid))
+    return upsample_labels(torch.cat(labels), size)
+
+
 def predict_masks(
     model: SRLModel, encoder: ImageEncoder, rgb: np.ndarray, source: str = "decoder"
 ) -> np.ndarray:
     """Per-pixel slot ids (N, T, H, W) for uint8 videos (N, T, H, W, 3): the argmax over slots of the decoder
     masks (``source="decoder"``) or of the slot attention (``"attention"``), upsampled (nearest)."""
-    model.eval()
-    features = SRLModel.encode(encoder, _normalised_frames(rgb, encoder))
-    labels = []
-    for i in range(len(features)):
-        out = model(features[i : i + 1])
-        masks = out.dec_masks if source == "decoder" else out.attn
-        g = encoder.grid
-        labels.append(masks.argmax(dim=2).reshape(1, masks.shape[1], g, g))
-    return upsample_labels(torch.cat(labels), rgb.shape[2:4])
+    return _labels(_video_outputs(model, encoder, rgb), source, encoder.grid, rgb.shape[2:4])
 
 
 def slot_similarity(slots: torch.Tensor) -> float:
@@ -302,17 +310,15 @@ def mask_confidence(masks: torch.Tensor) -> float:
     return float(masks.max(dim=-2).values.mean())
 
 
-@torch.no_grad()
 def evaluate(
     model: SRLModel, encoder: ImageEncoder, rgb: np.ndarray, true_masks: np.ndarray
 ) -> dict[str, float]:
     """Video FG-ARI and mBO (decoder masks, as the paper reports), FG-ARI of the attention masks, and two
     diagnostics that locate a failure to segment: :func:`slot_similarity` and the decoder masks'
     :func:`mask_confidence` (averaged over the videos)."""
-    pred = predict_masks(model, encoder, rgb, "decoder")
-    attn = predict_masks(model, encoder, rgb, "attention")
-    features = SRLModel.encode(encoder, _normalised_frames(rgb, encoder))
-    outputs = [model(features[i : i + 1]) for i in range(len(features))]
+    outputs = _video_outputs(model, encoder, rgb)
+    pred = _labels(outputs, "decoder", encoder.grid, rgb.shape[2:4])
+    attn = _labels(outputs, "attention", encoder.grid, rgb.shape[2:4])
     return {
         "fg_ari": fg_ari(true_masks, pred),
         "mbo": mbo(true_masks, pred),
