@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +19,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from embodia.agents.llm import LocalLM, load_local_lm
-from tests.conftest import ROOT, run_script
+from tests.conftest import ROOT, chat_completion, http_server, run_script, send_json
 
 __all__ = ["run_script"]  # the agent tests import it from here
 
@@ -48,29 +48,13 @@ def chat_server(smol: LocalLM) -> Iterator[SimpleNamespace]:
             requests.append(body)
             with lock:
                 text = smol.generate(body["messages"], max_new_tokens=int(body.get("max_tokens", 16)))
-            payload = json.dumps(
-                {
-                    "object": "chat.completion",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            send_json(self, chat_completion(text))
 
         def log_message(self, *args) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_address[1]}/v1", requests=requests)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as base:
+        yield SimpleNamespace(url=f"{base}/v1", requests=requests)
 
 
 def mcp_server(workspace: Path) -> StdioServerParameters:
@@ -106,9 +90,9 @@ def recorder() -> Iterator[SimpleNamespace]:
             )
             prefix = self.path.split("/")[1]
             if prefix == "ok":
-                self._send(200, json.dumps({"choices": [{"message": {"content": "recorded answer"}}]}))
+                send_json(self, chat_completion("recorded answer"), **{"X-Detail": MARKER})
             elif prefix == "odd":
-                self._send(200, json.dumps({"error": MARKER}))
+                send_json(self, {"error": MARKER}, **{"X-Detail": MARKER})
             elif prefix == "redirect":
                 self.send_response(302)
                 self.send_header("Location", "/leak/v1/chat/completions")
@@ -131,12 +115,5 @@ def recorder() -> Iterator[SimpleNamespace]:
         def log_message(self, *args) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with http_server(Handler) as base:
         yield SimpleNamespace(url=lambda prefix: f"{base}/{prefix}/v1", requests=requests)
-    finally:
-        server.shutdown()
-        server.server_close()

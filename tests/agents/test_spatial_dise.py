@@ -8,10 +8,9 @@ import base64
 import io
 import json
 import math
-import threading
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import anyio
@@ -48,6 +47,7 @@ from embodia.agents.methods.spatial_dise.core import balanced_distractors, grow_
 from embodia.agents.tools import ToolArgumentError, ToolContext, call_tool, list_tools
 from embodia.core.results import default_results_path, layout_differences, read_results
 from tests.agents.conftest import mcp_server, run_script
+from tests.conftest import chat_completion, http_server, send_json
 
 SEEDS = range(20)
 
@@ -764,26 +764,15 @@ def test_images_go_to_an_openai_compatible_endpoint_as_image_url_parts():
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server API)
             received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": "C"}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            send_json(self, chat_completion("C"))
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        lm = load_lm(f"http://127.0.0.1:{server.server_address[1]}/v1#some-vlm")
+    with http_server(Handler) as base:
+        lm = load_lm(f"{base}/v1#some-vlm")
         q = question_at("fold_and_punch", 0, 3)
         answer = answer_with_lm(lm, q, images=True)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert answer.choice == 2 and answer.text == "C"
     (body,) = received
     assert body["model"] == "some-vlm"

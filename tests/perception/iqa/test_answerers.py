@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from io import BytesIO
 
 import numpy as np
@@ -23,6 +22,7 @@ from embodia.perception.iqa.answerers import (
     parse_choice,
 )
 from embodia.perception.iqa.cognition import QUESTIONS, CognitionError
+from tests.conftest import chat_completion, http_server, send_json
 
 
 def test_caption_by_hand():
@@ -80,13 +80,7 @@ class _VisionServer(BaseHTTPRequestHandler):
         assert url.startswith("data:image/png;base64,")
         image = np.asarray(Image.open(BytesIO(base64.b64decode(url.split(",", 1)[1]))))
         type(self).requests.append((self.path, body["model"], text, image.shape))
-        reply = "Yes." if image.mean() > 128 else "no"
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, chat_completion("Yes." if image.mean() > 128 else "no"))
 
     def log_message(self, *args) -> None:
         pass
@@ -94,16 +88,10 @@ class _VisionServer(BaseHTTPRequestHandler):
 
 def test_endpoint_gets_the_image_with_every_question():
     _VisionServer.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _VisionServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        lm = OpenAICompatibleLM(f"http://127.0.0.1:{server.server_address[1]}/v1", "tiny-vlm", api_key="")
+    with http_server(_VisionServer) as base:
+        lm = OpenAICompatibleLM(f"{base}/v1", "tiny-vlm", api_key="")
         images = np.stack([np.full((16, 16, 3), 220, np.uint8), np.full((16, 16, 3), 20, np.uint8)])
         answers = endpoint_answers(lm, images)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert answers.tolist() == [[1] * len(QUESTIONS), [0] * len(QUESTIONS)]
     assert len(_VisionServer.requests) == 2 * len(QUESTIONS)
     for path, model, text, shape in _VisionServer.requests:
