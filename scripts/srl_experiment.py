@@ -20,6 +20,12 @@ the token grid (2: 16x16 -> 8x8 patches). The reference table holds k-means on t
     python scripts/srl_experiment.py            # full run (~20 min on one core)
     python scripts/srl_experiment.py --quick    # tiny preset, a few steps, 1 seed
     python scripts/srl_experiment.py --encoder hf:/path/to/dinov2-small   # a local DINOv2 (slow on CPU)
+
+A table can be run in parts, e.g. one process per core: ``--variants base reg`` in one and ``--variants srl
+--merge`` in another with the same ``--out`` (``--merge`` on both is fine): each part adds its runs to the raw
+runs already in ``--out`` (a run of the same variant and seed replaces the old one; a part with other settings
+is refused), and the results file and the picture are written from all of them. The seed-0 masks of each
+variant for the picture are kept next to ``--out`` (``.masks.npz``).
 """
 
 from __future__ import annotations
@@ -27,13 +33,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from embodia.core.results import Column, Table, default_results_path, interval, write_results
+from embodia.core.results import Column, Table, default_results_path, interval, provenance, write_results
 from embodia.perception.encoder_io import load_encoder
 from embodia.perception.metrics import fg_ari, mbo, upsample_labels
 from embodia.perception.srl import (
@@ -192,6 +199,35 @@ def build_backbone(args: argparse.Namespace, train, config: SRLConfig, quick: bo
     return encoder, f"{name} ({encoder.grid}x{encoder.grid} patches of {encoder.dim})", log
 
 
+MERGE_KEYS = ("preset", "train_videos", "test_videos", "steps", "backbone", "config")
+"""What must agree between the parts of a merged table."""
+
+
+def previous_part(out: Path, result: dict) -> tuple[list[dict], list[dict], dict[str, np.ndarray]] | None:
+    """The runs, curve rows and seed-0 masks of an earlier part in ``out`` (none: ``([], [], {})``); ``None``
+    when its settings differ from ``result``'s (the message is printed)."""
+    if not out.exists():
+        return [], [], {}
+    try:
+        earlier = json.loads(out.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"error: {out} is not a readable runs file of this script ({exc}); remove it or choose --out",
+              file=sys.stderr)  # fmt: skip
+        return None
+    differ = [
+        k
+        for k in MERGE_KEYS
+        if json.dumps(earlier.get(k), sort_keys=True) != json.dumps(result[k], sort_keys=True)
+    ]
+    if differ:
+        print(f"error: --merge: {out} holds runs with other settings ({', '.join(differ)}); "
+              "use another --out or the same settings", file=sys.stderr)  # fmt: skip
+        return None
+    masks_path = out.with_suffix(".masks.npz")
+    masks = dict(np.load(masks_path)) if masks_path.exists() else {}
+    return earlier.get("runs", []), earlier.get("curve", []), masks
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny preset, a few steps, 1 seed")
@@ -220,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoints", type=int, nargs="*", default=[],
                         help="also evaluate on the held-out videos after these step counts (table 'curve')")  # fmt: skip
     parser.add_argument("--out", default="runs/perception/srl.json", help="raw runs (JSON)")
+    parser.add_argument("--merge", action="store_true",
+                        help="add this part's runs to those already in --out (same settings), see above")  # fmt: skip
     parser.add_argument("--results", default=None, help="results file (default: results/perception/srl.json)")
     parser.add_argument(
         "--picture", default=None, help=f"mask picture (default {PICTURE}; next to --out with --quick)"
@@ -262,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{backbone} in {backbone_s:.0f}s; k-means FG-ARI {reference['fg_ari']:.3f} mBO {reference['mbo']:.3f}"
     )
 
+    settings = {"preset": preset, "train_videos": n_train, "test_videos": n_test, "steps": steps,
+                "backbone": backbone, "config": {k: v for k, v in vars(config).items()}}  # fmt: skip
+    settings = json.loads(json.dumps(settings))
+    if args.merge and previous_part(out, settings) is None:  # refused before training, read again at the end
+        return 2
     runs, pictures, curve = [], {"k-means": kmeans[:2]}, Table(CURVE_COLUMNS)
     for variant in args.variants:
         for seed in range(seeds):
@@ -290,6 +333,24 @@ def main(argv: list[str] | None = None) -> int:
             if seed == 0:
                 pictures[variant] = predict_masks(model, encoder, test.rgb[:2])
 
+    earlier = previous_part(out, settings) if args.merge else ([], [], {})
+    if earlier is None:
+        return 2
+    earlier_runs, earlier_curve, earlier_masks = earlier
+    mine = {(r["variant"], r["seed"]) for r in runs}
+    runs = [r for r in earlier_runs if (r["variant"], r["seed"]) not in mine] + runs
+    for row in earlier_curve:
+        if (row["variant"], row["seed"]) not in mine:
+            curve.add(**row)
+    masks = {k: v for k, v in earlier_masks.items() if k not in pictures} | {
+        k: v for k, v in pictures.items() if k != "k-means"
+    }
+    pictures = {"k-means": kmeans[:2]} | {v: masks[v] for v in VARIANTS if v in masks}
+    seeds = len({r["seed"] for r in runs})
+    commands = [
+        *(json.loads(out.read_text()).get("commands", []) if earlier_runs else []),
+        provenance()["command"],
+    ]
     rows = summarise(runs)
     variants = table(rows)
     references = reference_table(backbone, reference, backbone_s)
@@ -300,14 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     print(text + "\n\n" + references.markdown())
     save_picture(picture, test.rgb, test.masks, pictures)
     result = {
-        "preset": preset,
-        "train_videos": n_train,
-        "test_videos": n_test,
-        "steps": steps,
+        **settings,
         "seeds": seeds,
-        "backbone": backbone,
+        "commands": commands,
         "backbone_log": backbone_log,
-        "config": {k: v for k, v in vars(config).items()},
         "encoder_pretrain_s": backbone_s,
         "kmeans": reference,
         "total_s": time.perf_counter() - start,
@@ -317,13 +374,15 @@ def main(argv: list[str] | None = None) -> int:
         "picture": str(picture),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result | {"curve": curve.rows}, indent=1))
+    np.savez_compressed(out.with_suffix(".masks.npz"), **masks)
     path = write_results(
         args.results or default_results_path("perception/srl", quick=args.quick),
-        {"variants": variants, "reference": references} | ({"curve": curve} if args.checkpoints else {}),
+        {"variants": variants, "reference": references} | ({"curve": curve} if len(curve.rows) else {}),
         name=None if args.results else "perception/srl",
         title="SRL: object discovery on movi-lite videos with and without the SRL losses",
-        seeds=range(seeds),
+        command=" ; ".join(commands),
+        seeds=sorted({r["seed"] for r in runs}),
         data={k: v for k, v in result.items() if k not in ("runs", "table")}
         | {"runs": [{k: v for k, v in r.items() if k != "log"} for r in runs]},
     )

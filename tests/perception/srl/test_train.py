@@ -106,3 +106,23 @@ def test_quick_experiment_writes_json_and_picture(tmp_path):
     # the committed results file (docs/guides/video.md) has the layout this script writes
     committed = read_results(ROOT / "results" / "perception" / "srl.json")
     assert layout_differences(read_results(written), committed) == []
+
+
+def test_a_table_run_in_parts_merges_and_other_settings_are_refused(tmp_path, capsys):
+    out, written = tmp_path / "srl.json", tmp_path / "srl_results.json"
+    common = ("--quick", "--out", str(out), "--results", str(written))
+    assert run_script("srl_experiment", *common, "--variants", "base", "srl") == 0
+    first = {(r["variant"], r["seed"]): r["fg_ari"] for r in json.loads(out.read_text())["runs"]}
+    assert run_script("srl_experiment", *common, "--variants", "reg", "--merge") == 0
+    merged = json.loads(out.read_text())
+    assert [r["variant"] for r in merged["summary"]] == ["base", "reg", "srl"]
+    assert {(r["variant"], r["seed"]): r["fg_ari"] for r in merged["runs"] if r["variant"] != "reg"} == first
+    results = read_results(written)
+    assert [r["variant"] for r in results["tables"]["variants"]["rows"]] == ["base", "reg", "srl"]
+    assert len(results["command"].split(" ; ")) == 2  # both parts' commands
+    assert set(np.load(out.with_suffix(".masks.npz"))) == {"base", "reg", "srl"}  # the picture has every row
+    # a part with another slot width is refused before it trains, and the runs stay as they were
+    before = out.read_text()
+    assert run_script("srl_experiment", *common, "--variants", "reg", "--merge", "--slot-dim", "16") == 2
+    assert "other settings (config)" in capsys.readouterr().err
+    assert out.read_text() == before
