@@ -35,6 +35,7 @@ import json
 import os
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -224,7 +225,12 @@ def previous_part(out: Path, result: dict) -> tuple[list[dict], list[dict], dict
               "use another --out or the same settings", file=sys.stderr)  # fmt: skip
         return None
     masks_path = out.with_suffix(".masks.npz")
-    masks = dict(np.load(masks_path)) if masks_path.exists() else {}
+    try:
+        masks = dict(np.load(masks_path)) if masks_path.exists() else {}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        print(f"error: {masks_path} is corrupt ({exc}); remove it (the picture loses the earlier parts' rows)",
+              file=sys.stderr)  # fmt: skip
+        return None
     return earlier.get("runs", []), earlier.get("curve", []), masks
 
 

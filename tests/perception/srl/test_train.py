@@ -126,3 +126,18 @@ def test_a_table_run_in_parts_merges_and_other_settings_are_refused(tmp_path, ca
     assert run_script("srl_experiment", *common, "--variants", "reg", "--merge", "--slot-dim", "16") == 2
     assert "other settings (config)" in capsys.readouterr().err
     assert out.read_text() == before
+
+
+def test_a_merge_into_corrupt_runs_is_refused_with_one_line(tmp_path, capsys):
+    out = tmp_path / "srl.json"
+    out.write_text("{not json")
+    args = ("--quick", "--out", str(out), "--results", str(tmp_path / "r.json"), "--variants", "base")
+    args = (*args, "--merge")
+    assert run_script("srl_experiment", *args) == 2
+    assert "is not a readable runs file" in capsys.readouterr().err
+    assert out.read_text() == "{not json"  # left as it was
+    out.unlink()
+    assert run_script("srl_experiment", *args) == 0
+    out.with_suffix(".masks.npz").write_bytes(b"garbage")
+    assert run_script("srl_experiment", *args) == 2
+    assert "is corrupt" in capsys.readouterr().err
