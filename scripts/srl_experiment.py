@@ -204,11 +204,13 @@ MERGE_KEYS = ("preset", "train_videos", "test_videos", "steps", "backbone", "con
 """What must agree between the parts of a merged table."""
 
 
-def previous_part(out: Path, result: dict) -> tuple[list[dict], list[dict], dict[str, np.ndarray]] | None:
-    """The runs, curve rows and seed-0 masks of an earlier part in ``out`` (none: ``([], [], {})``); ``None``
-    when its settings differ from ``result``'s (the message is printed)."""
+def previous_part(
+    out: Path, result: dict
+) -> tuple[list[dict], list[dict], list[str], dict[str, np.ndarray]] | None:
+    """The runs, curve rows, commands and seed-0 masks of the earlier parts in ``out`` (none: empty ones);
+    ``None`` when its settings differ from ``result``'s or it is corrupt (the message is printed)."""
     if not out.exists():
-        return [], [], {}
+        return [], [], [], {}
     try:
         earlier = json.loads(out.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -231,7 +233,7 @@ def previous_part(out: Path, result: dict) -> tuple[list[dict], list[dict], dict
         print(f"error: {masks_path} is corrupt ({exc}); remove it (the picture loses the earlier parts' rows)",
               file=sys.stderr)  # fmt: skip
         return None
-    return earlier.get("runs", []), earlier.get("curve", []), masks
+    return earlier.get("runs", []), earlier.get("curve", []), earlier.get("commands", []), masks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,10 +341,10 @@ def main(argv: list[str] | None = None) -> int:
             if seed == 0:
                 pictures[variant] = predict_masks(model, encoder, test.rgb[:2])
 
-    earlier = previous_part(out, settings) if args.merge else ([], [], {})
+    earlier = previous_part(out, settings) if args.merge else ([], [], [], {})
     if earlier is None:
         return 2
-    earlier_runs, earlier_curve, earlier_masks = earlier
+    earlier_runs, earlier_curve, earlier_commands, earlier_masks = earlier
     mine = {(r["variant"], r["seed"]) for r in runs}
     runs = [r for r in earlier_runs if (r["variant"], r["seed"]) not in mine] + runs
     for row in earlier_curve:
@@ -353,10 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     pictures = {"k-means": kmeans[:2]} | {v: masks[v] for v in VARIANTS if v in masks}
     seeds = len({r["seed"] for r in runs})
-    commands = [
-        *(json.loads(out.read_text()).get("commands", []) if earlier_runs else []),
-        provenance()["command"],
-    ]
+    commands = [*earlier_commands, provenance()["command"]]
     rows = summarise(runs)
     variants = table(rows)
     references = reference_table(backbone, reference, backbone_s)
