@@ -59,14 +59,24 @@ def supcon_factor(temperature: float, base_temperature: float = TAU_BASE) -> flo
     return temperature / base_temperature
 
 
+def _log_prob(logits: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+    """``log softmax`` of ``logits`` (..., G, G) over the ``allowed`` entries of each row (None: all), 0 elsewhere."""
+    if allowed is None:
+        return logits.log_softmax(dim=-1)
+    return logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1).masked_fill(~allowed, 0.0)
+
+
+def _positive_mean(log_prob: torch.Tensor, positive: torch.Tensor, factor: float) -> torch.Tensor:
+    """Mean over anchors of ``-factor * mean_{j in positive} log_prob_j`` (``positive`` within the allowed set)."""
+    pos = positive.to(log_prob.dtype)
+    return -factor * ((pos * log_prob).sum(-1) / pos.sum(-1).clamp_min(1.0)).mean()
+
+
 def _supcon(
     logits: torch.Tensor, positive: torch.Tensor, allowed: torch.Tensor, factor: float
 ) -> torch.Tensor:
     """Mean over anchors of ``-factor * mean_{j in positive} log softmax_{allowed}(logits)_j``; (..., G, G)."""
-    logits = logits.masked_fill(~allowed, float("-inf"))
-    log_prob = logits.log_softmax(dim=-1).masked_fill(~allowed, 0.0)
-    pos = (positive & allowed).float()
-    return -factor * ((pos * log_prob).sum(-1) / pos.sum(-1).clamp_min(1.0)).mean()
+    return _positive_mean(_log_prob(logits, allowed), positive & allowed, factor)
 
 
 def slot_contrastive_loss(
@@ -141,12 +151,11 @@ def deblurring_loss(
     u = F.normalize(_group(recon_proj, group_frames), dim=-1)
     v = F.normalize(_group(target_proj.detach(), group_frames), dim=-1)
     labels = _group(enc_masks.detach().argmax(dim=2).unsqueeze(-1), group_frames).squeeze(-1)  # (G', gN)
-    logits = u @ v.transpose(1, 2) / temperature
+    log_prob = _log_prob(u @ v.transpose(1, 2) / temperature, None)  # D(i): every patch of the group
     same = labels.unsqueeze(-1) == labels.unsqueeze(-2)
     eye = torch.eye(u.shape[1], dtype=torch.bool, device=u.device).expand_as(same)
-    every = torch.ones_like(same)
     factor = supcon_factor(temperature, base_temperature)
-    return (_supcon(logits, eye, every, factor) + _supcon(logits, same | eye, every, factor)) / 2
+    return (_positive_mean(log_prob, eye, factor) + _positive_mean(log_prob, same | eye, factor)) / 2
 
 
 def denoising_loss(
@@ -171,6 +180,8 @@ def denoising_loss(
     kth = selfsim.topk(min(topk * frames, size), dim=-1).values[..., -1:]
     near = selfsim >= kth
     same = labels.unsqueeze(-1) == labels.unsqueeze(-2)
-    logits = w @ w.transpose(1, 2) / temperature
+    log_prob = _log_prob(w @ w.transpose(1, 2) / temperature, others)
     factor = supcon_factor(temperature, base_temperature)
-    return (_supcon(logits, near, others, factor) + _supcon(logits, same, others, factor)) / 2
+    return (
+        _positive_mean(log_prob, near & others, factor) + _positive_mean(log_prob, same & others, factor)
+    ) / 2

@@ -98,6 +98,10 @@ class SRLConfig:
     """Autoencoder steps that pretrain the ConvEncoder before it is frozen."""
     standardize: bool = False
     """Standardise the frozen features per channel (training-set mean and std) before the slot model."""
+    matmul_precision: str = "float32"
+    """``"bfloat16"``: the training steps' matrix products run under bfloat16 autocast (softmaxes, losses and
+    evaluation stay float32 where autocast keeps them); on a CPU with AVX512-BF16 a step is ~1.3-1.4x faster
+    (measured on the 2-core EPYC, base and full SRL at batch 32). ``"float32"``: everything in float32."""
     seed: int = 0
     """Seed of initialisation and clip sampling."""
 
@@ -106,6 +110,10 @@ class SRLConfig:
             raise SRLConfigError("num_slots >= 2, steps, batch_size and clip_frames >= 1 are required")
         if not (0 <= self.reg_end <= 1 and 0 <= self.synergy_start <= 1) or self.group_frames < 1:
             raise SRLConfigError("reg_end and synergy_start are fractions in [0, 1]; group_frames >= 1")
+        if self.matmul_precision not in ("float32", "bfloat16"):
+            raise SRLConfigError(
+                f"matmul_precision is 'float32' or 'bfloat16', not {self.matmul_precision!r}"
+            )
 
 
 def regulariser_active(config: SRLConfig, step: int) -> bool:
@@ -250,11 +258,13 @@ def train_srl(
     gen = torch.Generator().manual_seed(config.seed)
     n, t = features.shape[:2]
     clip = min(config.clip_frames, t)
+    low_precision = config.matmul_precision == "bfloat16"
     start_time = time.perf_counter()
     for step in range(config.steps):
         idx = torch.randint(n, (min(config.batch_size, n),), generator=gen)
         start = int(torch.randint(t - clip + 1, (1,), generator=gen))
-        terms = compute_losses(model, features[idx, start : start + clip], config, step)
+        with torch.autocast(features.device.type, torch.bfloat16, enabled=low_precision):
+            terms = compute_losses(model, features[idx, start : start + clip], config, step)
         opt.zero_grad()
         terms["total"].backward()
         nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)

@@ -40,10 +40,12 @@ def tiny():
     return render_videos("tiny", 4, seed=0)
 
 
-def test_full_srl_loss_falls_on_tiny_videos(tiny):
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_full_srl_loss_falls_on_tiny_videos(tiny, precision):
     config = variant_config(
         SRLConfig(num_slots=4, slot_dim=16, decoder_hidden=32, proj_dim=16, encoder_dim=16, steps=20,
-                  batch_size=4, lr=1e-3, reg_end=1.0, synergy_start=0.0, pretrain_steps=10),
+                  batch_size=4, lr=1e-3, reg_end=1.0, synergy_start=0.0, pretrain_steps=10,
+                  matmul_precision=precision),
         "srl",
     )  # fmt: skip
     model, encoder, log = train_srl(tiny.rgb, config)
@@ -94,6 +96,8 @@ def test_schedule_switches_losses_on_and_off(tiny):
     assert set(compute_losses(model, features, base, 0)) == {"rec", "sc", "total"}
     with pytest.raises(SRLConfigError):
         variant_config(config, "nope")
+    with pytest.raises(SRLConfigError, match="matmul_precision"):
+        SRLConfig(matmul_precision="float16")
 
 
 def test_quick_experiment_writes_json_and_picture(tmp_path):
