@@ -5,6 +5,8 @@
 #                (requirements-robot.lock); the tests run policy nodes from it against the 3.11 simulator
 
 PYTHON ?= python3
+# test processes of `make test` (pytest-xdist): one per core of the 2-core CI machine
+TEST_WORKERS ?= 2
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.embodia-installed
@@ -65,8 +67,8 @@ $(ROBOT_STAMP): pyproject.toml requirements-robot.lock ros2/tf2_msgs/CMakeLists.
 demo: setup
 	$(BIN)/embodia demo --out demo_out
 
-test: setup
-	$(BIN)/python -m pytest -q -x --durations=15
+test: setup  ## the suite in TEST_WORKERS processes (pytest-xdist; one test file stays in one process)
+	$(BIN)/python -m pytest -q -x -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test-load: setup  ## the ROS 2, Ray and ScienceBoard tests beside one busy process per core, 3 runs in a row
 	$(BIN)/python scripts/under_load.py --runs 3

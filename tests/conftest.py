@@ -37,6 +37,12 @@ else:
     atexit.register(shutil.rmtree, os.environ["EMBODIA_MODEL_CACHE"], ignore_errors=True)
     FRESH_MODEL_CACHE = True
 
+# `make test` runs the suite in several pytest-xdist workers. ROS 2 nodes on one DDS domain hear each other's
+# topics, so each worker (and every node it starts: children inherit the environment) gets a domain of its
+# own; rclpy reads ROS_DOMAIN_ID when a context starts, after this line.
+if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
+    os.environ["ROS_DOMAIN_ID"] = str(60 + int(os.environ["PYTEST_XDIST_WORKER"][2:]))
+
 # Tests Ctrl-C their subprocesses (training, launch files, ROS nodes). A run started as a background job
 # of a non-interactive shell inherits SIGINT *ignored*, and so would every child: Python would then never
 # raise KeyboardInterrupt. With a Python handler here, exec'd children start with the default disposition,

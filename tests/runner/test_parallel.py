@@ -159,9 +159,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path)
     killed = None
     deadline = time.time() + 120
     while killed is None and time.time() < deadline and driver.poll() is None:
-        running = subprocess.run(
-            ["pgrep", "-f", "ray::run_task"], capture_output=True, text=True
-        ).stdout.split()
+        running = _running_tasks(cluster)
         if running:
             time.sleep(0.3)  # mid-episode
             killed = int(running[0])
@@ -326,9 +324,9 @@ def test_ctrl_c_stops_the_workers_and_keeps_every_finished_episode(cluster, tmp_
     seeds = kept.episodes_table()["seed"].tolist()
     assert len(set(seeds)) == len(seeds)  # nothing twice
     deadline = time.monotonic() + 120  # cancelled tasks end when their workers get to it
-    while time.monotonic() < deadline and _running_tasks():
+    while time.monotonic() < deadline and _running_tasks(cluster):
         time.sleep(0.2)
-    assert not _running_tasks()
+    assert not _running_tasks(cluster)
     # every kept episode is the serial run's episode of the same seed
     reference = embodia.rollout(
         "embodia/CubeSingle-v0",
@@ -344,9 +342,12 @@ def test_ctrl_c_stops_the_workers_and_keeps_every_finished_episode(cluster, tmp_
     )
 
 
-def _running_tasks() -> list[str]:
-    """Pids of Ray workers running an episode task now."""
-    return subprocess.run(["pgrep", "-f", "ray::run_task"], capture_output=True, text=True).stdout.split()
+def _running_tasks(cluster: dict) -> list[int]:
+    """Pids of this cluster's Ray workers running an episode task now (not another test process's: the
+    suite runs in parallel workers, and a Ray run of theirs must neither be killed nor counted here)."""
+    return [
+        pid for pid in cluster_processes(cluster["temp_dir"]) if _cmdline(pid).startswith(b"ray::run_task")
+    ]
 
 
 class _SlowRaylet:
