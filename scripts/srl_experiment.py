@@ -17,7 +17,8 @@ the token grid (2: 16x16 -> 8x8 patches). The reference table holds k-means on t
 (``--results``; tables ``variants`` and ``reference``) that docs/guides/video.md renders, the raw runs
 (``--out``) and a mask picture (frames, ground truth, k-means, each variant's decoder masks).
 
-    python scripts/srl_experiment.py            # full run (~20 min on one core)
+    python scripts/srl_experiment.py            # full run: 512 videos, 10k steps, 3 variants x 3 seeds
+    # (~95 min on two cores in two parts, see below; the first table's budget: --train 32 --steps 1000)
     python scripts/srl_experiment.py --quick    # tiny preset, a few steps, 1 seed
     python scripts/srl_experiment.py --encoder hf:/path/to/dinov2-small   # a local DINOv2 (slow on CPU)
 
@@ -61,10 +62,13 @@ from embodia.perception.srl.backbones import (
     train_geometry_backbone,
 )
 from embodia.perception.video import render_videos
+from embodia.policies.networks import cpu_has_bfloat16
 
 PICTURE = Path("docs/images/perception/srl_masks.png")
-STEPS, BATCH, LR, POOL = 1000, 32, 1e-3, 2
-"""The full run's budget: optimiser steps, clips per step, peak learning rate, token pooling."""
+TRAIN_VIDEOS, STEPS, BATCH, LR, POOL = 512, 10_000, 32, 1e-3, 2
+"""The full run's budget: training videos, optimiser steps, clips per step, peak learning rate, token pooling."""
+CHECKPOINTS, PRECISION = (1000, 2500, 5000, 7500), "bfloat16"
+"""The full run's held-out evaluations along the way (table ``curve``) and its matrix-product precision."""
 SLOT_DIM, DECODER_HIDDEN = 32, 64
 """The slot model's widths in the full run (the authors': 64 and 1024, on 384-wide DINOv2 features)."""
 PALETTE = np.array(
@@ -239,7 +243,7 @@ def previous_part(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny preset, a few steps, 1 seed")
-    parser.add_argument("--train", type=int, default=32, help="training videos (seed 0)")
+    parser.add_argument("--train", type=int, default=TRAIN_VIDEOS, help="training videos (seed 0)")
     parser.add_argument("--test", type=int, default=16, help="held-out videos (seed 1)")
     parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps per run")
     parser.add_argument("--batch", type=int, default=BATCH, help="clips per step")
@@ -247,8 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slot-dim", type=int, default=SLOT_DIM, help="width of slots (the authors: 64)")
     parser.add_argument("--decoder-hidden", type=int, default=DECODER_HIDDEN,
                         help="hidden width of the MLP decoder (the authors: 1024)")  # fmt: skip
-    parser.add_argument("--matmul-precision", choices=("float32", "bfloat16"), default="float32",
-                        help="bfloat16: autocast the training steps' matrix products (faster on AVX512-BF16 CPUs)")  # fmt: skip
+    parser.add_argument("--matmul-precision", choices=("float32", "bfloat16"), default=PRECISION,
+                        help="bfloat16: autocast the training steps' matrix products (~1.3x faster where the CPU "
+                             "has AVX512-BF16 or AMX; elsewhere emulated and slower: use float32)")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=3, help="seeds per variant")
     parser.add_argument("--backbone", choices=("autoencoder", "geometry"), default="autoencoder",
                         help="frozen backbone trained here on the training videos")  # fmt: skip
@@ -263,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         default=list(VARIANTS),
         help="variants to train (none: only the k-means reference of the backbone)",
     )
-    parser.add_argument("--checkpoints", type=int, nargs="*", default=[],
+    parser.add_argument("--checkpoints", type=int, nargs="*", default=list(CHECKPOINTS),
                         help="also evaluate on the held-out videos after these step counts (table 'curve')")  # fmt: skip
     parser.add_argument("--out", default="runs/perception/srl.json", help="raw runs (JSON)")
     parser.add_argument("--merge", action="store_true",
@@ -273,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         "--picture", default=None, help=f"mask picture (default {PICTURE}; next to --out with --quick)"
     )
     args = parser.parse_args(argv)
+    if args.matmul_precision == "bfloat16" and cpu_has_bfloat16() is False:
+        print(
+            "note: this CPU has no bfloat16 instructions; --matmul-precision float32 is faster here",
+            file=sys.stderr,
+        )
     torch.set_num_threads(1)
     os.environ.setdefault("MUJOCO_GL", "egl")
     out = Path(args.out)
@@ -280,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     n_train, n_test, steps, seeds = (
         (4, 2, 6, 1) if args.quick else (args.train, args.test, args.steps, args.seeds)
     )
+    checkpoints = (
+        (steps // 2,) if args.quick else tuple(args.checkpoints)
+    )  # --quick: one, so the layout's complete
     picture = Path(args.picture) if args.picture else (out.with_suffix(".png") if args.quick else PICTURE)
     config = SRLConfig(
         steps=steps,
@@ -331,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 return scores
 
             tic = time.perf_counter()
-            model, _, log = train_srl(train.rgb, cfg, encoder, checkpoint, tuple(args.checkpoints))
+            model, _, log = train_srl(train.rgb, cfg, encoder, checkpoint, checkpoints)
             train_s = time.perf_counter() - tic
             metrics = evaluate(model, encoder, test.rgb, test.masks)
             runs.append({"variant": variant, "seed": seed, "train_s": train_s, **metrics, "log": log})
