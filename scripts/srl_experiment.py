@@ -290,9 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     n_train, n_test, steps, seeds = (
         (4, 2, 6, 1) if args.quick else (args.train, args.test, args.steps, args.seeds)
     )
-    checkpoints = (
-        (steps // 2,) if args.quick else tuple(args.checkpoints)
-    )  # --quick: one, so the layout's complete
+    # --quick evaluates once half-way, so its results file has the full run's tables
+    checkpoints = (steps // 2,) if args.quick else tuple(args.checkpoints)
     picture = Path(args.picture) if args.picture else (out.with_suffix(".png") if args.quick else PICTURE)
     config = SRLConfig(
         steps=steps,
