@@ -11,7 +11,7 @@ A results file is JSON::
       "name": "offline_rl/cube_single",            # its path under results/, without ".json"
       "title": "DEAS and its baselines on CubeSingle, five tasks",
       "command": "embodia bench offline-rl --env CubeSingle --seeds 0 1 2 ...",
-      "commit": "ed73827...", "dirty": false,     # the checkout that ran it (dirty: uncommitted changes)
+      "commit": "ed73827...", "dirty": false,     # the checkout that ran it (dirty: uncommitted changes outside results/ and docs/)
       "machine": {"cpu": "Intel(R) Xeon(R) ...", "cores": 2, "system": "Linux-6.1-x86_64", "python": "3.11.7"},
       "date": "2026-12-02",
       "seeds": [0, 1, 2],
@@ -183,14 +183,32 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, cwd: Path | None = None) -> str | None:
     try:
         out = subprocess.run(
-            ["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10
+            ["git", *args],
+            cwd=cwd or Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+OUTPUT_DIRS = ("results", "docs")
+"""Top-level folders whose changes do not make a checkout dirty: what runs write (results files, pictures)
+and the pages about them, not code that measures."""
+
+
+def code_changed(checkout: Path | None = None) -> bool | None:
+    """Whether tracked files of the git checkout around ``checkout`` (default: embodia's) differ from its
+    commit outside :data:`OUTPUT_DIRS`; None where there is no git checkout. A run that writes its picture
+    into ``docs/`` before its results file therefore still counts as clean."""
+    excluded = [f":(top,exclude){name}" for name in OUTPUT_DIRS]
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ":/", *excluded, cwd=checkout)
+    return None if status is None else bool(status)
 
 
 def machine() -> dict[str, Any]:
@@ -221,7 +239,7 @@ def provenance(command: str | None = None, seeds: Sequence[int] | None = None) -
                 script = script.relative_to(RESULTS_DIR.parent)
             command = shlex.join(["python", str(script), *argv])
     commit = _git("rev-parse", "HEAD")
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no")) if commit else None
+    dirty = code_changed() if commit else None
     return {
         "command": command,
         "commit": commit or f"unknown (embodia {__version__}, not a git checkout)",

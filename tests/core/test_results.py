@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -11,6 +12,7 @@ from embodia.core.results import (
     Column,
     ResultsError,
     Table,
+    code_changed,
     default_results_path,
     format_cell,
     interval,
@@ -110,3 +112,24 @@ def test_layout_differences_name_missing_tables_and_columns(tmp_path):
 def test_quick_runs_never_default_to_the_committed_results():
     assert default_results_path("benchmarks/x").parts[-3:] == ("results", "benchmarks", "x.json")
     assert "quick-results" in default_results_path("benchmarks/x", quick=True).parts
+
+
+def test_dirty_means_code_changed_not_what_a_run_writes_into_results_or_docs(tmp_path):
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)  # fmt: skip
+
+    for name in ("results/perception/srl.json", "docs/images/masks.png", "embodia/method.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("committed")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "x")
+    assert code_changed(tmp_path / "embodia") is False
+    (tmp_path / "results/perception/srl.json").write_text("the run's results")
+    (tmp_path / "docs/images/masks.png").write_text("the run's picture")
+    (tmp_path / "notes.txt").write_text("untracked")
+    assert code_changed(tmp_path / "embodia") is False  # run outputs and untracked files: clean
+    (tmp_path / "embodia/method.py").write_text("changed")
+    assert code_changed(tmp_path / "embodia") is True
+    assert code_changed(tmp_path.parent / "not-a-checkout-anywhere") is None
