@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decoder-hidden", type=int, default=DECODER_HIDDEN,
                         help="hidden width of the MLP decoder (the authors: 1024)")  # fmt: skip
     parser.add_argument("--matmul-precision", choices=("float32", "bfloat16"), default=PRECISION,
-                        help="bfloat16: autocast the training steps' matrix products (~1.3x faster where the CPU "
+                        help="bfloat16: autocast the training steps' matrix products (faster where the CPU "
                              "has AVX512-BF16 or AMX; elsewhere emulated and slower: use float32)")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=3, help="seeds per variant")
     parser.add_argument("--backbone", choices=("autoencoder", "geometry"), default="autoencoder",
