@@ -100,8 +100,8 @@ class SRLConfig:
     """Standardise the frozen features per channel (training-set mean and std) before the slot model."""
     matmul_precision: str = "float32"
     """``"bfloat16"``: the training steps' matrix products run under bfloat16 autocast (softmaxes, losses and
-    evaluation stay float32 where autocast keeps them), faster on a CPU with AVX512-BF16 or AMX (no benchmark
-    file measures the ratio yet). ``"float32"``: everything in float32."""
+    evaluation stay float32 where autocast keeps them), faster on a CPU with AVX512-BF16 or AMX
+    (``benchmarks/bench_srl_step.py`` measures the ratio per loss phase). ``"float32"``: everything in float32."""
     seed: int = 0
     """Seed of initialisation and clip sampling."""
 
