@@ -280,7 +280,9 @@ def write_results(
         "data": to_jsonable(dict(data or {})),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    # one temporary file per process: two writers of the same results file (two test workers' quick runs)
+    # each replace it whole, never interleave their bytes in a shared temporary file
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
     tmp.replace(path)
     return path
