@@ -31,12 +31,13 @@ from torch import nn
 
 from benchmarks._common import interleaved, save_results
 from embodia.core.results import Column, Table
+from embodia.perception.encoders import ConvEncoder
 from embodia.perception.srl import losses
-from embodia.perception.srl.model import SRLModel
-from embodia.perception.srl.train import SRLConfig, compute_losses
+from embodia.perception.srl.train import SRLConfig, build_model, compute_losses
 from embodia.policies.networks import cpu_has_bfloat16
 
-PATCHES, FEATURE_DIM = 64, 64
+GRID, FEATURE_DIM = 8, 64
+PATCHES = GRID * GRID
 
 #: loss set -> (config switches, a step at which exactly that set is active in a 100-step schedule)
 LOSS_SETS = {
@@ -104,16 +105,8 @@ class Trainer:
     def __init__(self, config: SRLConfig, at_step: int, pool: torch.Tensor, before: bool = False) -> None:
         torch.manual_seed(0)
         self.config, self.at_step, self.pool, self.before = config, at_step, pool, before
-        self.model = SRLModel(
-            feat_dim=FEATURE_DIM,
-            patches=PATCHES,
-            num_slots=config.num_slots,
-            slot_dim=config.slot_dim,
-            iters=config.iters,
-            first_iters=config.first_iters,
-            decoder_hidden=config.decoder_hidden,
-            proj_dim=config.proj_dim,
-        )
+        # an encoder of the table's token shape (8x8 patches of 64: what the pooled 16x16 ConvEncoder gives)
+        self.model = build_model(ConvEncoder(GRID * 4, FEATURE_DIM, depth=2), config)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=config.lr)
         self.gen = torch.Generator().manual_seed(0)
 
