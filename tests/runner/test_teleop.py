@@ -90,6 +90,17 @@ class Program:
             if line.startswith(prefix):
                 return line
 
+    def printed_since(self) -> list[str]:
+        """The lines printed since the last :meth:`wait_for`, without waiting (for failure messages)."""
+        lines = []
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                return lines
+            if line is not None:
+                lines.append(line)
+
     def stderr(self) -> str:
         if self.process.poll() is None:
             return ""
@@ -108,7 +119,9 @@ def xdotool(display: str, *args: str) -> None:
     subprocess.run(["xdotool", *args], env={**os.environ, "DISPLAY": display}, check=True, timeout=60)
 
 
-def assert_window_shows(display: str, instruction: str, image_size: int) -> None:
+def assert_window_shows(
+    display: str, instruction: str, image_size: int, program: Program | None = None
+) -> None:
     """The teleop window is on the screen with the instruction drawn across its top (waits for its next frame)."""
     from PIL import ImageGrab
 
@@ -147,7 +160,11 @@ def assert_window_shows(display: str, instruction: str, image_size: int) -> None
         if np.array_equal(screen[y : y + BANNER_HEIGHT, x : x + width], banner):
             return
         time.sleep(0.1)
-    pytest.fail(f"the window never showed the instruction {instruction!r}")
+    later = program.printed_since() if program is not None else []
+    pytest.fail(
+        f"the window never showed the instruction {instruction!r}; the program printed since: {later}, "
+        f"running: {program is not None and program.process.poll() is None}"
+    )
 
 
 def test_keyboard_episode_is_recorded(display: str, tmp_path: Path) -> None:
@@ -165,7 +182,7 @@ def test_keyboard_episode_is_recorded(display: str, tmp_path: Path) -> None:
         assert program.wait_for("discarded").startswith("discarded: the episode was not kept")
         ready = program.wait_for("ready: episode 0 (seed 4)")  # the next attempt is a new kitchen
         instruction = ready.split(": ", 2)[2]
-        assert_window_shows(display, instruction, image_size=128)
+        assert_window_shows(display, instruction, image_size=128, program=program)
         # forward (up arrow) starts the recording; then raise the gripper (;), move left, close the gripper
         xdotool(display, "key", "Up")
         program.wait_for("recording: ")
